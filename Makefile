@@ -1,0 +1,40 @@
+# GridLedger: `make demo` (SQLite, tasks in-process) and `make test` (PostgreSQL + Redis). See README.md.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+DEMO_ENV := DJANGO_DEBUG=1 DATABASE_URL= REDIS_URL=
+
+.PHONY: venv demo test lint services bench-ingest bench-summaries clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+demo: venv
+	env $(DEMO_ENV) $(PY) manage.py migrate --no-input -v0
+	env $(DEMO_ENV) $(PY) manage.py demo
+	env $(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+
+services:
+	bash scripts/services.sh
+
+test: venv services
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+bench-ingest: venv services
+	$(PY) bench/ingest.py
+
+bench-summaries: venv services
+	$(PY) bench/summaries.py
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,28 @@
+"""Accounting domain models: topology and identities, raw usage records, rebuilt summaries."""
+from accounting.models.records import PilotDetails, UsageRecord
+from accounting.models.summaries import DailyUsage, SummaryRun
+from accounting.models.topology import (
+    VO,
+    BenchmarkFactor,
+    Frontend,
+    Person,
+    Project,
+    Resource,
+    ScienceDomain,
+    Site,
+)
+
+__all__ = [
+    "VO",
+    "BenchmarkFactor",
+    "DailyUsage",
+    "Frontend",
+    "Person",
+    "PilotDetails",
+    "Project",
+    "Resource",
+    "ScienceDomain",
+    "Site",
+    "SummaryRun",
+    "UsageRecord",
+]

@@ -1,0 +1,91 @@
+"""Raw usage records: one row per job, never edited by the rules (DOMAIN.md "Records")."""
+from django.db import models
+
+from accounting.choices import RecordKind
+
+
+class UsageRecordQuerySet(models.QuerySet):
+    def counted(self):
+        """Records the summaries read: everything not voided by an admin."""
+        return self.filter(void=False)
+
+
+class UsageRecord(models.Model):
+    """One job: a `batch` job, a `pilot` (glidein) as the site saw it, or a `payload` run inside a pilot.
+
+    `natural_key` identifies the job across re-sends (HTCondor GlobalJobId, factory `schedd#cluster.proc`,
+    APEL site + local job id + end time), so re-ingesting never creates a second row; `record_hash` tells
+    an identical re-send (a duplicate) from a changed one (an update). A payload names its pilot in
+    `pilot_ref` (the pilot's natural key or its glidein startd name); the link is resolved at rebuild time,
+    so a pilot arriving after its payloads is picked up by the next rebuild.
+    """
+
+    kind = models.CharField(max_length=8, choices=RecordKind.choices, db_index=True)
+    natural_key = models.CharField(max_length=500, unique=True)
+    record_hash = models.CharField(max_length=40)
+    source_format = models.CharField(max_length=32)
+    bundle = models.ForeignKey("ingest.Bundle", null=True, blank=True, on_delete=models.SET_NULL, related_name="records")
+    source_file = models.CharField(max_length=500, blank=True)
+    source_line = models.PositiveIntegerField(null=True, blank=True)
+
+    site = models.ForeignKey("accounting.Site", null=True, blank=True, on_delete=models.PROTECT)
+    resource = models.ForeignKey("accounting.Resource", null=True, blank=True, on_delete=models.PROTECT)
+    vo = models.ForeignKey("accounting.VO", null=True, blank=True, on_delete=models.PROTECT)
+    person = models.ForeignKey("accounting.Person", null=True, blank=True, on_delete=models.PROTECT)
+    project = models.ForeignKey("accounting.Project", null=True, blank=True, on_delete=models.PROTECT)
+    fqan = models.CharField("FQAN", max_length=500, blank=True)
+    local_user = models.CharField(max_length=200, blank=True)
+    pilot_ref = models.CharField(max_length=500, blank=True, db_index=True, help_text="pilot id the payload carries")
+
+    start = models.DateTimeField(db_index=True)
+    end = models.DateTimeField(db_index=True)
+    wall_seconds = models.FloatField()
+    cores = models.PositiveIntegerField(default=1)
+    memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    gpus = models.PositiveIntegerField(default=0)
+    cpu_user_seconds = models.FloatField(default=0)
+    cpu_sys_seconds = models.FloatField(default=0)
+    exit_code = models.IntegerField(null=True, blank=True)
+    exit_signal = models.IntegerField(null=True, blank=True)
+
+    void = models.BooleanField(default=False, help_text="excluded from summaries by an admin; kept and reversible")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    objects = UsageRecordQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-end"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__gte=models.F("start")), name="record_end_after_start"),
+            models.CheckConstraint(condition=models.Q(wall_seconds__gte=0), name="record_wall_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.natural_key}"
+
+    @property
+    def core_hours(self) -> float:
+        return self.wall_seconds * self.cores / 3600.0
+
+
+class PilotDetails(models.Model):
+    """What the factory and the glidein tell about a pilot (GlideinWMS job.out / completed_jobs, seed 002)."""
+
+    record = models.OneToOneField(UsageRecord, primary_key=True, on_delete=models.CASCADE, related_name="pilot")
+    glidein_name = models.CharField(max_length=255, blank=True, db_index=True, help_text="startd name glidein_<pid>_<rand>@host")
+    frontend_client = models.CharField(max_length=255, blank=True)
+    entry = models.CharField(max_length=255, blank=True)
+    cores = models.PositiveIntegerField(default=1)
+    memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    gpus = models.PositiveIntegerField(default=0)
+    validation_seconds = models.FloatField(null=True, blank=True)
+    condor_started = models.BooleanField(null=True, blank=True)
+    condor_seconds = models.FloatField(null=True, blank=True)
+    claims = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "pilot details"
+
+    def __str__(self) -> str:
+        return f"pilot {self.record.natural_key}"

@@ -1,0 +1,59 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from accounting.services.summaries import rebuild
+from ingest.parsers import PARSERS
+from ingest.services.bundles import create_bundle_from_path, ingest_bundle
+
+
+class Command(BaseCommand):
+    help = "Ingest files, directories or archives now, in this process, then rebuild the days they touched."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--format", dest="fmt", choices=sorted(PARSERS), help="force a format (default: detect)")
+        parser.add_argument("--source", default="", help="a label for where the files came from")
+        parser.add_argument("--site", default="", help="site name for formats that carry none")
+        parser.add_argument("--no-rebuild", action="store_true", help="leave the summaries for a later rebuild")
+
+    def handle(self, paths, fmt=None, source="", site="", no_rebuild=False, **options):
+        unreadable = 0
+        first_days, last_days = [], []
+        for path in paths:
+            if not path.exists():
+                self.stderr.write(f"{path}: no such file or directory")
+                unreadable += 1
+                continue
+            try:
+                bundle = create_bundle_from_path(path, fmt=fmt or "", source=source, site=site)
+            except (OSError, ValueError) as exc:
+                self.stderr.write(f"{path}: cannot read: {exc}")
+                unreadable += 1
+                continue
+            with tqdm(total=bundle.size_bytes, unit="B", unit_scale=True, desc=path.name, disable=None, file=self.stderr._out) as bar:
+
+                def progress(done, total, bar=bar):
+                    bar.n = done
+                    bar.refresh()
+
+                bundle = ingest_bundle(bundle.pk, progress=progress)
+            self.stdout.write(
+                f"bundle={bundle.pk} format={bundle.format or '-'} read={bundle.records_read} "
+                f"inserted={bundle.records_inserted} duplicates={bundle.duplicates} rejected={bundle.rejected}"
+            )
+            for error in bundle.errors.all()[:20]:
+                self.stderr.write(f"  {error.file}:{error.line or '-'}: {error.reason}")
+            if bundle.rejected > 20:
+                self.stderr.write(f"  ... and {bundle.rejected - 20} more rejections (see the bundle page)")
+            if bundle.records_read == 0 and bundle.rejected and bundle.status == bundle.Status.FAILED:
+                unreadable += 1
+            if bundle.first_day:
+                first_days.append(bundle.first_day)
+                last_days.append(bundle.last_day)
+        if first_days and not no_rebuild:
+            run = rebuild(min(first_days), max(last_days))
+            self.stdout.write(f"rebuilt {run.start}..{run.end}: {run.rows} summary rows")
+        if unreadable:
+            raise CommandError(f"{unreadable} path(s) could not be read")

@@ -1,0 +1,24 @@
+"""Format parsers, one module per format (CONTRACT.md names), all with the interface of `base.Parser`."""
+from ingest.parsers.base import ParseContext, ParsedRecord, Parser, PilotInfo, Rejection
+from ingest.parsers.htcondor_history import HTCondorHistoryParser
+
+PARSERS: dict[str, Parser] = {parser.name: parser for parser in (HTCondorHistoryParser(),)}
+DETECT_BYTES = 64 * 1024
+
+
+def get_parser(name: str) -> Parser:
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}; known: {', '.join(sorted(PARSERS))}") from None
+
+
+def detect_format(head: bytes, filename: str) -> Parser | None:
+    """The parser whose `detect` accepts the file's first bytes, or None."""
+    for parser in PARSERS.values():
+        if parser.detect(head, filename):
+            return parser
+    return None
+
+
+__all__ = ["PARSERS", "ParseContext", "ParsedRecord", "Parser", "PilotInfo", "Rejection", "detect_format", "get_parser"]

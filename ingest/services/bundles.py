@@ -1,0 +1,224 @@
+"""Creating bundles and ingesting them: the one path behind `manage.py ingest`, the upload API and pulls."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from django.utils import timezone
+
+from ingest.models import Bundle, BundleError
+from ingest.parsers import DETECT_BYTES, ParseContext, Rejection, detect_format, get_parser
+from ingest.services import store
+from ingest.services.loader import RecordLoader
+from ingest.services.members import ArchiveRejected, open_member, plan
+
+logger = logging.getLogger(__name__)
+MAX_ERRORS_KEPT = 10_000
+PROGRESS_EVERY = 5000
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+
+def create_bundle(
+    stream: BinaryIO,
+    name: str,
+    *,
+    fmt: str = "",
+    source: str = "",
+    site: str = "",
+    user=None,
+    max_bytes: int | None = None,
+) -> Bundle:
+    """Keep the file in the bundle store and queue a Bundle row for it (not yet ingested)."""
+    if fmt:
+        get_parser(fmt)  # unknown names fail here, before anything is stored
+    relative, sha, size = store.save_stream(stream, max_bytes=max_bytes)
+    return Bundle.objects.create(
+        original_name=name[:500],
+        stored_path=relative,
+        sha256=sha,
+        size_bytes=size,
+        requested_format=fmt,
+        source_label=source[:200],
+        site_hint=site[:200],
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+def create_bundle_from_path(path: Path, **kwargs) -> Bundle:
+    """A bundle of a local file, archive or directory (a directory is kept as a tar of its files)."""
+    if path.is_dir():
+        relative, sha, size = store.save_path(path)
+        fmt = kwargs.get("fmt", "")
+        if fmt:
+            get_parser(fmt)
+        return Bundle.objects.create(
+            original_name=str(path)[:500],
+            stored_path=relative,
+            sha256=sha,
+            size_bytes=size,
+            requested_format=fmt,
+            source_label=kwargs.get("source", "")[:200],
+            site_hint=kwargs.get("site", "")[:200],
+        )
+    with path.open("rb") as handle:
+        return create_bundle(handle, str(path), **kwargs)
+
+
+class _ErrorSink:
+    """Collects rejections of one bundle and writes them in bulk (the first MAX_ERRORS_KEPT of them)."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self.bundle = bundle
+        self.pending: list[BundleError] = []
+        self.count = 0
+
+    def add(self, file: str, line: int | None, reason: str) -> None:
+        self.count += 1
+        if self.count <= MAX_ERRORS_KEPT:
+            self.pending.append(BundleError(bundle=self.bundle, file=file[:500], line=line, reason=reason[:2000]))
+        if len(self.pending) >= 1000:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            BundleError.objects.bulk_create(self.pending)
+            self.pending = []
+
+
+def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
+    """Read every file of the bundle, load its records and record its rejections; return the bundle.
+
+    Idempotent: running it again (e.g. after a worker died half-way) starts the counts afresh, and rows
+    the earlier attempt wrote are recognised as this bundle's own. Ends `done` when any record was read,
+    `failed` when nothing could be read.
+    """
+    bundle = Bundle.objects.get(pk=bundle_id)
+    Bundle.objects.filter(pk=bundle_id).update(
+        status=Bundle.Status.RUNNING, started_at=timezone.now(), finished_at=None, records_read=0,
+        records_inserted=0, records_updated=0, duplicates=0, rejected=0, bytes_done=0, message="",
+    )  # fmt: skip
+    BundleError.objects.filter(bundle_id=bundle_id).delete()
+    bundle.refresh_from_db()
+    errors = _ErrorSink(bundle)
+    formats: list[str] = []
+    loaders: dict[str, RecordLoader] = {}
+    read = 0
+    done_bytes = 0
+    context = ParseContext(site=bundle.site_hint)
+    path = store.absolute(bundle.stored_path)
+    try:
+        kind, members = plan(path)
+    except (ArchiveRejected, OSError) as exc:
+        errors.add(bundle.original_name, None, str(exc))
+        members, kind = [], "file"
+    display_prefix = "" if kind == "file" else f"{bundle.original_name}:"
+    for member in members:
+        display = bundle.original_name if kind == "file" else f"{display_prefix}{member.name}"
+        if member.problem:
+            errors.add(display, None, member.problem)
+            continue
+        try:
+            with open_member(path, kind, member) as stream:
+                head = stream.read(DETECT_BYTES)
+                parser = get_parser(bundle.requested_format) if bundle.requested_format else detect_format(head, member.name)
+                if parser is None:
+                    errors.add(display, None, "unrecognised format (not any of the known log formats)")
+                    continue
+                if parser.name not in formats:
+                    formats.append(parser.name)
+                loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name))
+                stream = _Rewound(head, stream)
+                for item in parser.parse(stream, member.name, context):
+                    if isinstance(item, Rejection):
+                        errors.add(display, item.line, item.reason)
+                        continue
+                    loader.add(item, display)
+                    read += 1
+                    if read % PROGRESS_EVERY == 0:
+                        _save_progress(bundle, read, errors, loaders, done_bytes + stream.position)
+                        if progress:
+                            progress(done_bytes + stream.position, bundle.size_bytes)
+                loader.flush()
+        except (ArchiveRejected, OSError, EOFError) as exc:
+            errors.add(display, None, f"could not read: {exc}")
+        done_bytes += member.size
+        if progress:
+            progress(min(done_bytes, bundle.size_bytes), bundle.size_bytes)
+    for loader in loaders.values():
+        loader.flush()
+    errors.flush()
+    counts = [loader.counts for loader in loaders.values()]
+    firsts = [c.first_day for c in counts if c.first_day]
+    lasts = [c.last_day for c in counts if c.last_day]
+    status = Bundle.Status.DONE if read else Bundle.Status.FAILED
+    Bundle.objects.filter(pk=bundle_id).update(
+        status=status,
+        format=",".join(formats)[:100],
+        records_read=read,
+        records_inserted=sum(c.inserted for c in counts),
+        records_updated=sum(c.updated for c in counts),
+        duplicates=sum(c.duplicates for c in counts),
+        rejected=errors.count,
+        bytes_done=bundle.size_bytes,
+        first_day=min(firsts) if firsts else None,
+        last_day=max(lasts) if lasts else None,
+        finished_at=timezone.now(),
+        message="" if read else "nothing could be read; see the errors",
+    )
+    bundle.refresh_from_db()
+    return bundle
+
+
+def mark_failed(bundle_id: int, message: str) -> None:
+    Bundle.objects.filter(pk=bundle_id).update(status=Bundle.Status.FAILED, message=message[:2000], finished_at=timezone.now())
+
+
+def _save_progress(bundle: Bundle, read: int, errors: _ErrorSink, loaders: dict, position: int) -> None:
+    errors.flush()
+    counts = [loader.counts for loader in loaders.values()]
+    Bundle.objects.filter(pk=bundle.pk).update(
+        records_read=read,
+        records_inserted=sum(c.inserted for c in counts),
+        records_updated=sum(c.updated for c in counts),
+        duplicates=sum(c.duplicates for c in counts),
+        rejected=errors.count,
+        bytes_done=min(position, bundle.size_bytes),
+    )
+
+
+class _Rewound:
+    """A stream that replays the bytes already read for format detection, then continues; counts position."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        import io
+
+        self._head = io.BytesIO(head)
+        self._stream = stream
+        self.position = 0
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self._head.readline(limit)
+        if line and (line.endswith(b"\n") or (limit > 0 and len(line) >= limit)):
+            self.position += len(line)
+            return line
+        rest = self._stream.readline(limit - len(line) if limit > 0 else -1)
+        line += rest
+        self.position += len(line)
+        return line
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._head.read(size)
+        if size < 0:
+            data += self._stream.read()
+        elif len(data) < size:
+            data += self._stream.read(size - len(data))
+        self.position += len(data)
+        return data
+
+    def __iter__(self):
+        while line := self.readline():
+            yield line
+
