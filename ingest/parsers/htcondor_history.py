@@ -20,6 +20,7 @@ times faster than a full ClassAd parse (see bench/classad_parsers.py).
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -65,9 +66,12 @@ def number(ad: dict[str, str], name: str) -> float | None:
     if raw is None or raw.upper() == "UNDEFINED":
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise HistoryFormatError(f"{name} is not a number: {raw[:60]!r}") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise HistoryFormatError(f"{name} is not a number: {raw[:60]!r}")
+    return value
 
 
 def first_number(ad: dict[str, str], *names: str) -> float | None:
@@ -187,8 +191,11 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
     end_epoch = completion if completion > 0 else entered
     if end_epoch <= 0:
         raise HistoryFormatError("no CompletionDate or EnteredCurrentStatus")
-    end = utc_from_epoch(end_epoch)
-    start = utc_from_epoch(end_epoch - wall)
+    try:
+        end = utc_from_epoch(end_epoch)
+        start = utc_from_epoch(end_epoch - wall)
+    except (OverflowError, OSError, ValueError):
+        raise HistoryFormatError(f"time out of range (end {end_epoch:g}, wall {wall:g} s)") from None
 
     cores = first_number(ad, "MachineAttrCpus0", "CpusProvisioned", "RequestCpus")
     memory = first_number(ad, "MachineAttrMemory0", "MemoryProvisioned", "RequestMemory")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db import transaction
+from django.utils import timezone
 
 from accounting.models import VO, Person, PilotDetails, Project, Resource, Site, UsageRecord
 from ingest.parsers.base import ParsedRecord
@@ -126,6 +127,7 @@ class RecordLoader:
             ).values_list("natural_key", "pk", "record_hash", "start", "end", "bundle_id")
         }
         self.dimensions.resolve([record for record, _, _ in latest.values()])
+        now = timezone.now()
         inserts: list[UsageRecord] = []
         updates: list[UsageRecord] = []
         pilots: dict[str, object] = {}
@@ -145,6 +147,7 @@ class RecordLoader:
                 self.counts.inserted += 1
             else:
                 row.pk = old[0]
+                row.updated = now
                 updates.append(row)
                 self.counts.touch(old[2], old[3])
                 self.counts.updated += 1

@@ -1,0 +1,248 @@
+"""The HTCondor history parser on hand-written ads and on the real Gratia probe samples."""
+import io
+from datetime import datetime, timezone
+
+import classad2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.parsers import ParseContext, ParsedRecord, Rejection, detect_format
+from ingest.parsers.htcondor_history import HTCondorHistoryParser
+
+PARSER = HTCondorHistoryParser()
+NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)
+CONTEXT = ParseContext(now=NOW)
+
+
+def parse(text: str | bytes, context=CONTEXT) -> list:
+    data = text.encode() if isinstance(text, str) else text
+    return list(PARSER.parse(io.BytesIO(data), "history", context))
+
+
+PAYLOAD = '''\
+*** ProcId = 3 ClusterId = 1001 Owner = "alice" CompletionDate = 1700003600
+GlobalJobId = "ap40.uw.osg-htc.org#1001.3#1699990000"
+ClusterId = 1001
+ProcId = 3
+Owner = "alice"
+x509userproxysubject = "/DC=org/DC=cilogon/C=US/O=Univ/CN=Alice Smith A123"
+x509UserProxyVOName = "osg"
+x509UserProxyFirstFQAN = "/osg/Role=NULL/Capability=NULL"
+ProjectName = "Astro-101"
+RemoteWallClockTime = 3600.0
+RemoteUserCpu = 3000.0
+RemoteSysCpu = 100.0
+RequestCpus = 1
+MachineAttrCpus0 = 4
+RequestMemory = 8000
+CompletionDate = 1700003600
+EnteredCurrentStatus = 1700003601
+ExitBySignal = false
+ExitCode = 2
+MachineAttrGLIDEIN_Site0 = "MWT2"
+MachineAttrGLIDEIN_ResourceName0 = "MWT2_UC"
+MATCH_EXP_JOB_GLIDEIN_Schedd = "schedd_glideins4@gfactory-1.example.org"
+MATCH_EXP_JOB_GLIDEIN_ClusterId = "555"
+MATCH_EXP_JOB_GLIDEIN_ProcId = "7"
+LastRemoteHost = "slot1_1@glidein_123_456@wn1.example.org"
+'''
+
+
+def test_payload_ad_maps_every_field():
+    (record,) = parse(PAYLOAD)
+    assert isinstance(record, ParsedRecord)
+    assert record.kind == "payload"
+    assert record.natural_key == "ap40.uw.osg-htc.org#1001.3#1699990000"
+    assert record.line == 2
+    assert record.end == datetime.fromtimestamp(1700003600, timezone.utc)
+    assert record.start == datetime.fromtimestamp(1700000000, timezone.utc)
+    assert record.wall_seconds == 3600.0
+    assert record.cores == 4  # MachineAttrCpus0 wins over RequestCpus
+    assert record.memory_mb == 8000
+    assert (record.cpu_user_seconds, record.cpu_sys_seconds) == (3000.0, 100.0)
+    assert (record.exit_code, record.exit_signal) == (2, None)
+    assert record.person == "/DC=org/DC=cilogon/C=US/O=Univ/CN=Alice Smith A123"
+    assert record.vo == "osg"
+    assert record.fqan == "/osg/Role=NULL/Capability=NULL"
+    assert record.project == "Astro-101"
+    assert record.local_user == "alice"
+    assert (record.site, record.resource) == ("MWT2", "MWT2_UC")
+    assert record.pilot_ref == "schedd_glideins4@gfactory-1.example.org#555.7"
+
+
+def test_pilot_link_falls_back_to_the_glidein_name_in_last_remote_host():
+    text = "\n".join(line for line in PAYLOAD.splitlines() if not line.startswith("MATCH_EXP_JOB_GLIDEIN"))
+    (record,) = parse(text)
+    assert record.kind == "payload"
+    assert record.pilot_ref == "glidein_123_456@wn1.example.org"
+
+
+def test_without_glidein_attributes_an_ad_is_a_batch_job_at_the_given_site():
+    text = "\n".join(
+        line
+        for line in PAYLOAD.splitlines()
+        if not line.startswith(("MATCH_EXP", "MachineAttrGLIDEIN", "LastRemoteHost", "MachineAttrCpus0"))
+    )
+    (record,) = parse(text, ParseContext(site="CE-Site", now=NOW))
+    assert record.kind == "batch"
+    assert record.pilot_ref == ""
+    assert record.site == "CE-Site"
+    assert record.cores == 1  # RequestCpus
+
+
+def test_token_identity_when_there_is_no_proxy():
+    text = PAYLOAD.replace('x509userproxysubject = "/DC=org/DC=cilogon/C=US/O=Univ/CN=Alice Smith A123"', 'AuthTokenSubject = "abc-123"')
+    (record,) = parse(text)
+    assert record.person == "abc-123"
+
+
+def test_factory_history_ad_is_a_pilot_keyed_like_the_payload_link():
+    text = '''\
+GlobalJobId = "schedd_glideins4@gfactory-1.example.org#555.7#1699990000"
+JobUniverse = 9
+GlideinFactory = "OSG"
+GlideinEntryName = "OSG_US_MWT2_UC"
+GlideinClient = "osg-frontend.main"
+GLIDEIN_Site = "MWT2"
+GLIDEIN_ResourceName = "MWT2_UC"
+GLIDEIN_CPUS = 8
+GLIDEIN_MaxMemMBs = 16000
+RemoteWallClockTime = 7200
+CompletionDate = 1700007200
+x509UserProxyVOName = "osg"
+'''
+    (record,) = parse(text)
+    assert record.kind == "pilot"
+    assert record.natural_key == "schedd_glideins4@gfactory-1.example.org#555.7"
+    assert (record.cores, record.memory_mb, record.site, record.resource) == (8, 16000, "MWT2", "MWT2_UC")
+    assert record.pilot.frontend_client == "osg-frontend.main"
+    assert record.pilot.entry == "OSG_US_MWT2_UC"
+
+
+def test_blank_line_separated_ads_and_repeated_attributes_last_wins():
+    text = (
+        'GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = 10\nCompletionDate = 1700000000\nRemoteWallClockTime = 60\n\n'
+        'GlobalJobId = "s#2.0#1"\nRemoteWallClockTime = 20\nCompletionDate = 1700000000\n'
+    )
+    first, second = parse(text)
+    assert first.wall_seconds == 60
+    assert (first.line, second.line) == (1, 6)
+    assert second.natural_key == "s#2.0#1"
+
+
+def test_signal_exit_is_kept_as_signal_not_code():
+    text = PAYLOAD.replace("ExitBySignal = false", "ExitBySignal = true\nExitSignal = 9")
+    (record,) = parse(text)
+    assert (record.exit_code, record.exit_signal) == (None, 9)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ('GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = abc\nCompletionDate = 1700000000\n', 1, "RemoteWallClockTime is not a number"),
+        ('GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = 10\n', 1, "no CompletionDate"),
+        ('RemoteWallClockTime = 10\nCompletionDate = 1700000000\nOwner = "x"\n', 1, "no GlobalJobId"),
+        ('GlobalJobId = "s#1.0#1"\nthis is not an attribute\nRemoteWallClockTime = 1\n', 2, "not a ClassAd attribute line"),
+        ('GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = -5\nCompletionDate = 1700000000\n', 1, "negative wall time"),
+        ('GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = 10\nCompletionDate = 4102444800\n', 1, "in the future"),
+        ('GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = nan\nCompletionDate = 1700000000\n', 1, "not a number"),
+    ],
+)
+def test_bad_ads_are_rejected_with_line_and_reason(text, line, reason):
+    (item,) = parse(text)
+    assert isinstance(item, Rejection)
+    assert item.line == line
+    assert reason in item.reason
+
+
+def test_non_utf8_rejects_only_its_ad_and_names_the_line():
+    good = 'GlobalJobId = "s#1.0#1"\nRemoteWallClockTime = 10\nCompletionDate = 1700000000\n'
+    bad = b'GlobalJobId = "s#2.0#1"\nOwner = "caf\xe9"\nRemoteWallClockTime = 10\nCompletionDate = 1700000000\n'
+    items = parse(good.encode() + b"\n" + bad)
+    assert isinstance(items[0], ParsedRecord)
+    assert isinstance(items[1], Rejection)
+    assert items[1].line == 6
+    assert "not UTF-8" in items[1].reason
+
+
+def test_truncated_file_keeps_the_complete_ads_before_the_cut():
+    items = parse(PAYLOAD + "*** banner\n" + PAYLOAD.replace("1001.3", "1001.4")[:300])
+    assert isinstance(items[0], ParsedRecord)
+    assert isinstance(items[1], Rejection)
+
+
+def test_over_long_line_is_rejected_in_bounded_memory():
+    text = PAYLOAD.encode() + b"\nGlobalJobId = \"s#9.0#1\"\nCmd = \"" + b"x" * (3 * 1024 * 1024) + b"\"\n"
+    items = parse(text)
+    assert isinstance(items[0], ParsedRecord)
+    assert isinstance(items[1], Rejection) and "longer than 1 MiB" in items[1].reason
+
+
+def test_detect_accepts_history_and_refuses_other_files(samples_dir):
+    assert isinstance(detect_format(PAYLOAD.encode(), "history"), HTCondorHistoryParser)
+    assert not PARSER.detect((samples_dir / "gratia/gracc-collector/test_data/JobUsageRecord01.xml").read_bytes(), "x.xml")
+    assert not PARSER.detect(b"\x00\x01\x02 binary garbage \xff" * 100, "blob")
+    assert not PARSER.detect(b"", "empty")
+    assert not PARSER.detect(b"just some text\nwith lines\n", "notes.txt")
+
+
+# --- The real samples: six per-job history files from a 2010 CHTC test pool (PROVENANCE.md) ---
+
+EXPECTED = {
+    # file: (wall, end epoch, exit code) - repeated attributes: the later values win
+    "history.377260.0": (910.0, 1290672370, 0),
+    "history.377266.0": (910.0, 1290672370, 0),
+    "history.377270.0": (377.0, 1290674724, None),  # removed (JobStatus 3): ends when it left the queue
+    "history.377277.0": (376.0, 1290674723, None),
+    "history.377283.0": (910.0, 1290744059, 0),
+    "history.377289.0": (910.0, 1290744059, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_samples_field_by_field(samples_dir, name):
+    path = samples_dir / "gratia/gratia-probe/condor-ap-history" / name
+    (record,) = parse(path.read_bytes())
+    wall, end, exit_code = EXPECTED[name]
+    cluster = name.split(".")[1]
+    assert record.kind == "batch"
+    assert record.natural_key.startswith(f"stress3.chtc.wisc.edu#{cluster}.0#")
+    assert record.wall_seconds == wall
+    assert record.end == datetime.fromtimestamp(end, timezone.utc)
+    assert (record.end - record.start).total_seconds() == wall
+    assert record.exit_code == exit_code
+    assert record.cores == 1
+    if name == "history.377283.0":  # submitted without a proxy: only the local user is known
+        assert (record.vo, record.person, record.local_user) == ("", "", "vdtuser03")
+        return
+    assert record.vo == "vdt"
+    assert record.person == "/DC=org/DC=doegrids/OU=People/CN=James Frey 259919"
+    assert record.fqan == "/vdt/Role=NULL/Capability=NULL"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_line_parser_agrees_with_htcondor_classad_parser(samples_dir, name):
+    """The fast line parser reads the same values as HTCondor's own ClassAd library (classad2)."""
+    from ingest.parsers.htcondor_history import iter_ads, unquote
+
+    data = (samples_dir / "gratia/gratia-probe/condor-ap-history" / name).read_bytes()
+    ((_, ours),) = list(iter_ads(io.BytesIO(data)))
+    (theirs,) = list(classad2.parseAds(data.decode()))
+    for attribute in ("GlobalJobId", "RemoteWallClockTime", "CompletionDate", "RemoteUserCpu", "x509userproxysubject",
+                      "x509UserProxyVOName", "RequestCpus", "ExitCode", "Owner", "EnteredCurrentStatus"):
+        if attribute not in theirs:
+            assert attribute.lower() not in ours
+            continue
+        value = theirs[attribute]
+        if isinstance(value, str):
+            assert unquote(ours[attribute.lower()]) == value
+        else:
+            assert float(ours[attribute.lower()]) == float(value)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=2000) | st.text(alphabet=st.sampled_from(list('ab =\n"*#.019-TrueFALSE')), max_size=400).map(str.encode))
+def test_fuzz_any_input_yields_records_or_rejections(data):
+    for item in parse(data):
+        assert isinstance(item, (ParsedRecord, Rejection))
