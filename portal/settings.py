@@ -114,6 +114,8 @@ def _plotly_js_dir() -> str:
 
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", _plotly_js_dir())]
 STATIC_ROOT = VAR_DIR / "static_root"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_USE_FINDERS = True  # serve straight from STATICFILES_DIRS (no collectstatic needed for the demo)
 MEDIA_ROOT = VAR_DIR / "media"
 
 # Uploaded and pulled bundles are kept here for ever (re-parse after a fix), named by sha256.
@@ -127,6 +129,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("GRIDLEDGER_CELERY_QUEUE", "gridledger")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -138,8 +141,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",  # first, so a bad token answers 401
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -154,6 +157,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Grid accounting: reported usage, pilot-time categories, bundles and quotas.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db.models import F, Sum
+from django.db.models import F, Sum, Value
 from django.db.models.functions import TruncMonth, TruncQuarter, TruncWeek, TruncYear
 
 from accounting.choices import REPORTED_DESIGNATIONS, Designation
@@ -122,18 +122,10 @@ def usage_queryset(query: UsageQuery, base=None):
     elif query.period != "total":
         annotations["period"] = TRUNC[query.period]("day")
     keys = ([] if query.period == "total" else ["period"]) + [DIMENSIONS[name] for name in query.group_by]
-    return (
-        qs.annotate(**annotations)
-        .values(*keys)
-        .annotate(
-            jobs=Sum("jobs"),
-            wall_hours=Sum("wall_hours"),
-            cpu_hours=Sum("cpu_hours"),
-            normalized_hours=Sum("normalized_hours"),
-            gpu_hours=Sum("gpu_hours"),
-        )
-        .order_by(*keys)
-    )
+    sums = {name: Sum(name) for name in METRICS}
+    if not keys:  # one grand total: group by a constant
+        return qs.annotate(total=Value(1)).values("total").annotate(**sums).order_by()
+    return qs.annotate(**annotations).values(*keys).annotate(**sums).order_by(*keys)
 
 
 def usage_rows(query: UsageQuery, base=None) -> Iterator[dict]:
