@@ -3,11 +3,14 @@ from django.contrib import admin
 
 from accounting.models import (
     VO,
+    ApelSummary,
     BenchmarkFactor,
+    CapacitySnapshot,
     DailyUsage,
     Frontend,
     Person,
     PilotDetails,
+    PilotJobRun,
     Project,
     Resource,
     ScienceDomain,
@@ -117,3 +120,30 @@ class SummaryRunAdmin(admin.ModelAdmin):
     list_display = ["start", "end", "status", "rows", "started_at", "finished_at"]
     list_filter = ["status"]
     search_fields = ["error"]
+
+
+@admin.register(ApelSummary)
+class ApelSummaryAdmin(admin.ModelAdmin):
+    list_display = ["site", "year", "month", "vo", "number_of_jobs", "wall_seconds", "cpu_seconds"]
+    list_filter = ["year", ("site", admin.RelatedOnlyFieldListFilter), ("vo", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["site", "vo"]
+    search_fields = ["natural_key", "submit_host", "person__name"]
+    raw_id_fields = ["bundle", "site", "vo", "person"]
+
+
+@admin.register(CapacitySnapshot)
+class CapacitySnapshotAdmin(admin.ModelAdmin):
+    list_display = ["timestamp", "site", "resource", "vo", "idle_cores", "pilots_queued", "idle_jobs"]
+    list_filter = [("site", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["site", "resource", "vo"]
+    search_fields = ["site__name", "resource__name"]
+    date_hierarchy = "timestamp"
+    raw_id_fields = ["bundle", "site", "resource", "vo"]
+
+
+@admin.register(PilotJobRun)
+class PilotJobRunAdmin(admin.ModelAdmin):
+    list_display = ["global_job_id", "pilot", "start", "end", "cores", "exit_code", "exit_signal"]
+    list_filter = ["badput_preemption", "badput_draining"]
+    search_fields = ["global_job_id", "pilot__natural_key"]
+    raw_id_fields = ["pilot"]

@@ -1,5 +1,6 @@
 """Accounting domain models: topology and identities, raw usage records, rebuilt summaries."""
 from accounting.models.records import PilotDetails, UsageRecord
+from accounting.models.reported import ApelSummary, CapacitySnapshot, PilotJobRun
 from accounting.models.summaries import DailyUsage, SummaryRun
 from accounting.models.topology import (
     VO,
@@ -14,6 +15,9 @@ from accounting.models.topology import (
 
 __all__ = [
     "VO",
+    "ApelSummary",
+    "CapacitySnapshot",
+    "PilotJobRun",
     "BenchmarkFactor",
     "DailyUsage",
     "Frontend",

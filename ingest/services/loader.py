@@ -13,10 +13,13 @@ from datetime import date, datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from accounting.models import VO, Person, PilotDetails, Project, Resource, Site, UsageRecord
+from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
 from ingest.parsers.base import ParsedRecord
 
 BATCH_SIZE = 2000
+# Several sources describe the same pilot. A more detailed source is never overwritten by a coarser one, so
+# the stored pilot (and the summaries) do not depend on the order the sources arrive in.
+SOURCE_RANK = {"gwms-glidein": 3, "gwms-completed": 2}
 DIMENSIONS = {"site": Site, "resource": Resource, "vo": VO, "person": Person, "project": Project}
 RECORD_FIELDS = (
     "kind", "start", "end", "wall_seconds", "cores", "memory_mb", "gpus", "cpu_user_seconds", "cpu_sys_seconds",
@@ -26,6 +29,10 @@ PILOT_FIELDS = (
     "glidein_name", "frontend_client", "entry", "cores", "memory_mb", "gpus", "validation_seconds",
     "condor_started", "condor_seconds", "claims",
 )  # fmt: skip
+RUN_FIELDS = {
+    "global_job_id", "start", "end", "cores", "memory_mb", "gpus", "exit_code", "exit_signal",
+    "badput_preemption", "badput_draining", "starter_exit_status",
+}  # fmt: skip
 UPDATE_FIELDS = [
     "kind", "record_hash", "source_format", "bundle", "source_file", "source_line", "site", "resource", "vo",
     "person", "project", "fqan", "local_user", "pilot_ref", "start", "end", "wall_seconds", "cores", "memory_mb",
@@ -38,6 +45,8 @@ def record_hash(record: ParsedRecord) -> str:
     parts = [repr(getattr(record, name)) for name in RECORD_FIELDS]
     if record.pilot is not None:
         parts += [repr(getattr(record.pilot, name)) for name in PILOT_FIELDS]
+    if record.extra:
+        parts.append(repr(record.extra))
     return hashlib.sha1("\x1f".join(parts).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
@@ -121,16 +130,18 @@ class RecordLoader:
                 self.counts.updated += 1
             latest[record.natural_key] = (record, filename, digest)
         existing = {
-            key: (pk, digest, start, end, bundle_id)
-            for key, pk, digest, start, end, bundle_id in UsageRecord.objects.filter(
+            key: (pk, digest, start, end, bundle_id, source)
+            for key, pk, digest, start, end, bundle_id, source in UsageRecord.objects.filter(
                 natural_key__in=list(latest)
-            ).values_list("natural_key", "pk", "record_hash", "start", "end", "bundle_id")
+            ).values_list("natural_key", "pk", "record_hash", "start", "end", "bundle_id", "source_format")
         }
+        rank = SOURCE_RANK.get(self.source_format, 1)
         self.dimensions.resolve([record for record, _, _ in latest.values()])
         now = timezone.now()
         inserts: list[UsageRecord] = []
         updates: list[UsageRecord] = []
         pilots: dict[str, object] = {}
+        runs: dict[str, list[dict]] = {}
         for key, (record, filename, digest) in latest.items():
             old = existing.get(key)
             if old is not None and old[1] == digest:
@@ -139,6 +150,9 @@ class RecordLoader:
                     self.counts.inserted += 1
                 else:
                     self.counts.duplicates += 1
+                continue
+            if old is not None and SOURCE_RANK.get(old[5], 1) > rank:
+                self.counts.duplicates += 1  # a better source already described this pilot
                 continue
             row = self._row(record, filename, digest)
             self.counts.touch(record.start, record.end)
@@ -153,12 +167,17 @@ class RecordLoader:
                 self.counts.updated += 1
             if record.pilot is not None:
                 pilots[key] = record.pilot
+            if "runs" in record.extra:
+                runs[key] = record.extra["runs"]
         if inserts:
             UsageRecord.objects.bulk_create(inserts)
         if updates:
             UsageRecord.objects.bulk_update(updates, UPDATE_FIELDS)
+        pks = {row.natural_key: row.pk for row in inserts + updates}
         if pilots:
-            self._write_pilots(pilots, {row.natural_key: row.pk for row in inserts + updates})
+            self._write_pilots(pilots, pks)
+        if runs:
+            self._write_runs(runs, pks)
 
     def _row(self, record: ParsedRecord, filename: str, digest: str) -> UsageRecord:
         ids = self.dimensions
@@ -188,6 +207,13 @@ class RecordLoader:
             cpu_sys_seconds=record.cpu_sys_seconds,
             exit_code=record.exit_code,
             exit_signal=record.exit_signal,
+        )
+
+    def _write_runs(self, runs: dict[str, list[dict]], pks: dict[str, int]) -> None:
+        """Replace the job runs of these pilots (a re-send carries the whole list again)."""
+        PilotJobRun.objects.filter(pilot_id__in=[pks[key] for key in runs]).delete()
+        PilotJobRun.objects.bulk_create(
+            [PilotJobRun(pilot_id=pks[key], **{k: v for k, v in run.items() if k in RUN_FIELDS}) for key, items in runs.items() for run in items]
         )
 
     def _write_pilots(self, pilots: dict, pks: dict[str, int]) -> None:
