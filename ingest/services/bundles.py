@@ -1,6 +1,7 @@
 """Creating bundles and ingesting them: the one path behind `manage.py ingest`, the upload API and pulls."""
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,8 @@ from ingest.models import Bundle, BundleError
 from ingest.parsers import DETECT_BYTES, ParseContext, Rejection, detect_format, get_parser
 from ingest.services import store
 from ingest.services.loader import RecordLoader
-from ingest.services.members import ArchiveRejected, open_member, plan
+from ingest.services.members import ArchiveRejected, Member, open_member, plan
+from ingest.services.side_loader import SideLoader, handles
 
 logger = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 10_000
@@ -104,7 +106,7 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
     bundle.refresh_from_db()
     errors = _ErrorSink(bundle)
     formats: list[str] = []
-    loaders: dict[str, RecordLoader] = {}
+    loaders: dict[str, RecordLoader | SideLoader] = {}
     read = 0
     done_bytes = 0
     context = ParseContext(site=bundle.site_hint)
@@ -130,12 +132,16 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
                 if parser.name not in formats:
                     formats.append(parser.name)
                 loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name))
+                side = loaders.setdefault(f"{parser.name}:side", SideLoader(bundle.pk))
                 stream = _Rewound(head, stream)
-                for item in parser.parse(stream, member.name, context):
+                for item in parser.parse(stream, member.name, context, **sibling_files(path, kind, member, parser)):
                     if isinstance(item, Rejection):
                         errors.add(display, item.line, item.reason)
                         continue
-                    loader.add(item, display)
+                    if handles(item):
+                        side.add(item)
+                    else:
+                        loader.add(item, display)
                     read += 1
                     if read % PROGRESS_EVERY == 0:
                         _save_progress(bundle, read, errors, loaders, done_bytes + stream.position)
@@ -170,6 +176,20 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
     )
     bundle.refresh_from_db()
     return bundle
+
+
+def sibling_files(path: Path, kind: str, member, parser) -> dict:
+    """Extra streams a parser reads beside its file: the glidein's `.err` next to its `job.N.M.out`."""
+    if parser.name != "gwms-glidein" or not member.name.endswith(".out"):
+        return {}
+    err_name = member.name[: -len(".out")] + ".err"
+    if kind == "file":
+        return {}  # a single uploaded file has no siblings; directories and archives do
+    try:
+        with open_member(path, kind, Member(err_name, 0)) as handle:
+            return {"sibling_err": io.BytesIO(handle.read(64 * 1024 * 1024))}
+    except (KeyError, ArchiveRejected, OSError):
+        return {}
 
 
 def mark_failed(bundle_id: int, message: str) -> None:
