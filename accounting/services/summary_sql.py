@@ -1,0 +1,154 @@
+"""The payload-only-refines rule as one set-based PostgreSQL statement (INSERT ... SELECT ... GROUP BY).
+
+It computes exactly what `accounting.services.refine.summarize` computes (the reference, also used on
+SQLite for the demo); tests compare the two on random data. Hours are summed as `numeric`, so the sums
+do not depend on row order: any arrival order gives identical tables.
+"""
+from datetime import date, timedelta
+
+from django.db import connection
+
+from accounting.services.refine import day_start
+
+SQL = """
+WITH
+rec AS (
+    SELECT r.id, r.kind, r.start, r."end", r.wall_seconds, r.cores, r.gpus,
+           r.cpu_user_seconds + r.cpu_sys_seconds AS cpu,
+           COALESCE(res.site_id, r.site_id) AS site_id, r.resource_id,
+           CASE WHEN r.kind = 'pilot' THEN COALESCE(fe.vo_id, r.vo_id) ELSE r.vo_id END AS vo_id,
+           r.person_id, r.project_id, r.pilot_ref, (r."end" AT TIME ZONE 'UTC')::date AS end_day
+    FROM accounting_usagerecord r
+    LEFT JOIN accounting_resource res ON res.id = r.resource_id
+    LEFT JOIN accounting_pilotdetails pd ON pd.record_id = r.id AND r.kind = 'pilot'
+    LEFT JOIN accounting_frontend fe ON fe.client = pd.frontend_client
+    WHERE NOT r.void AND r.start < %(hi)s AND r."end" >= %(lo)s
+),
+split AS (
+    SELECT rec.*, g.day,
+           EXTRACT(EPOCH FROM LEAST(rec."end", (g.day + 1)::timestamp AT TIME ZONE 'UTC')
+                              - GREATEST(rec.start, g.day::timestamp AT TIME ZONE 'UTC'))::float8 AS secs
+    FROM rec
+    CROSS JOIN LATERAL (
+        SELECT gs::date AS day
+        FROM generate_series(GREATEST((rec.start AT TIME ZONE 'UTC')::date, %(first)s::date),
+                             LEAST(rec.end_day, %(last)s::date), interval '1 day') AS gs
+    ) g
+),
+parts AS MATERIALIZED (
+    SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref,
+           (CASE WHEN s.day = s.end_day THEN 1 ELSE 0 END) AS jobs,
+           GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d,
+           CASE WHEN s.wall_seconds > 0 AND s.secs > 0 THEN s.cpu * (s.secs / s.wall_seconds) / 3600.0 ELSE 0 END AS cpu_d,
+           GREATEST(s.secs, 0) * s.gpus / 3600.0 AS gpu_d
+    FROM split s
+    WHERE s.secs > 0 OR s.day = s.end_day
+),
+links AS MATERIALIZED (
+    SELECT pay.id AS payload_id, p.id AS pilot_id, COALESCE(pres.site_id, p.site_id) AS pilot_site,
+           p.resource_id AS pilot_resource
+    FROM (SELECT DISTINCT id, pilot_ref FROM rec WHERE kind = 'payload' AND pilot_ref <> '') pay
+    JOIN LATERAL (
+        SELECT COALESCE(
+            (SELECT k.id FROM accounting_usagerecord k
+              WHERE k.natural_key = pay.pilot_ref AND k.kind = 'pilot' AND NOT k.void),
+            (SELECT g.id FROM accounting_usagerecord g JOIN accounting_pilotdetails gd ON gd.record_id = g.id
+              WHERE gd.glidein_name = pay.pilot_ref AND g.kind = 'pilot' AND NOT g.void
+              ORDER BY g.natural_key DESC LIMIT 1)
+        ) AS pid
+    ) found ON found.pid IS NOT NULL
+    JOIN accounting_usagerecord p ON p.id = found.pid
+    LEFT JOIN accounting_resource pres ON pres.id = p.resource_id
+),
+pilot_load AS MATERIALIZED (
+    SELECT l.pilot_id, pa.day, SUM(pa.wall_d) AS load
+    FROM parts pa JOIN links l ON l.payload_id = pa.id
+    GROUP BY l.pilot_id, pa.day
+),
+nonpay AS MATERIALIZED (
+    SELECT pa.*, (pl.pilot_id IS NOT NULL) AS linked_refined,
+           CASE WHEN pl.load IS NULL OR pl.load <= 0 THEN 1.0
+                WHEN pa.wall_d > 0 THEN GREATEST(pa.wall_d - pl.load, 0) / pa.wall_d
+                ELSE 0.0 END AS rshare
+    FROM parts pa LEFT JOIN pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
+    WHERE pa.kind <> 'payload'
+),
+supply AS MATERIALIZED (
+    SELECT site_id, vo_id, day, SUM(wall_d * rshare) AS supply FROM nonpay GROUP BY site_id, vo_id, day
+),
+bucket_load AS MATERIALIZED (
+    SELECT site_id, vo_id, day, SUM(wall_d) AS load FROM parts
+    WHERE kind = 'payload' AND pilot_ref = '' GROUP BY site_id, vo_id, day
+),
+pay AS (
+    SELECT pa.*, l.pilot_id, l.pilot_site, l.pilot_resource,
+           CASE
+             WHEN l.pilot_id IS NOT NULL THEN 'payload'
+             WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 'payload_unmatched'
+             ELSE 'payload' END AS designation,
+           CASE
+             WHEN l.pilot_id IS NOT NULL THEN
+               CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.wall_d, 0) / pl.load) END
+             WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 1.0
+             WHEN COALESCE(b.load, 0) <= 0 THEN 1.0
+             ELSE LEAST(1.0, s.supply / b.load) END AS factor
+    FROM parts pa
+    LEFT JOIN links l ON l.payload_id = pa.id
+    LEFT JOIN pilot_load pl ON pl.pilot_id = l.pilot_id AND pl.day = pa.day
+    LEFT JOIN parts own ON own.id = l.pilot_id AND own.day = pa.day
+    LEFT JOIN supply s ON s.site_id IS NOT DISTINCT FROM pa.site_id AND s.vo_id IS NOT DISTINCT FROM pa.vo_id AND s.day = pa.day
+    LEFT JOIN bucket_load b ON b.site_id IS NOT DISTINCT FROM pa.site_id AND b.vo_id IS NOT DISTINCT FROM pa.vo_id AND b.day = pa.day
+    WHERE pa.kind = 'payload'
+),
+contrib AS (
+    SELECT p.day, CASE WHEN p.pilot_id IS NULL THEN p.site_id ELSE p.pilot_site END AS site_id,
+           CASE WHEN p.pilot_id IS NULL THEN p.resource_id ELSE p.pilot_resource END AS resource_id,
+           p.vo_id, p.person_id, p.project_id, p.kind, v.designation, v.jobs,
+           p.wall_d * v.share AS wall, p.cpu_d * v.share AS cpu, p.gpu_d * v.share AS gpu
+    FROM pay p
+    CROSS JOIN LATERAL (VALUES (p.designation, p.factor, p.jobs),
+                               ('payload_excess', 1.0 - p.factor, 0)) AS v(designation, share, jobs)
+    WHERE v.designation <> 'payload_excess' OR (p.designation = 'payload' AND p.factor < 1.0 AND p.wall_d > 0)
+  UNION ALL
+    SELECT n.day, n.site_id, n.resource_id, n.vo_id, n.person_id, n.project_id, n.kind,
+           CASE WHEN n.kind = 'pilot' OR n.linked_refined OR (COALESCE(b.load, 0) > 0 AND COALESCE(s.supply, 0) > 0)
+                THEN 'pilot_residual' ELSE 'batch' END,
+           n.jobs, n.wall_d * sh.share, n.cpu_d * sh.share, n.gpu_d * sh.share
+    FROM nonpay n
+    LEFT JOIN supply s ON s.site_id IS NOT DISTINCT FROM n.site_id AND s.vo_id IS NOT DISTINCT FROM n.vo_id AND s.day = n.day
+    LEFT JOIN bucket_load b ON b.site_id IS NOT DISTINCT FROM n.site_id AND b.vo_id IS NOT DISTINCT FROM n.vo_id AND b.day = n.day
+    CROSS JOIN LATERAL (SELECT n.rshare * CASE WHEN COALESCE(b.load, 0) > 0 AND COALESCE(s.supply, 0) > 0
+                                             THEN GREATEST(s.supply - b.load, 0) / s.supply ELSE 1.0 END AS share) sh
+),
+bench AS (
+    SELECT resource_id, valid_from, hs06,
+           LEAD(valid_from) OVER (PARTITION BY resource_id ORDER BY valid_from) AS valid_to
+    FROM (
+        SELECT DISTINCT ON (resource_id, valid_from) resource_id, valid_from,
+               value * CASE benchmark WHEN 'SI2K' THEN 1.0 / 250.0 ELSE 1.0 END AS hs06
+        FROM accounting_benchmarkfactor
+        ORDER BY resource_id, valid_from, CASE benchmark WHEN 'HS23' THEN 2 WHEN 'HS06' THEN 1 ELSE 0 END DESC
+    ) b
+)
+INSERT INTO accounting_dailyusage (day, site_id, resource_id, vo_id, person_id, project_id, science_domain_id,
+                                   kind, designation, jobs, wall_hours, cpu_hours, normalized_hours, gpu_hours)
+SELECT c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
+       COALESCE(pj.field_of_science_id, v.field_of_science_id), c.kind, c.designation, SUM(c.jobs),
+       round(SUM(c.wall::numeric), 9)::float8, round(SUM(c.cpu::numeric), 9)::float8,
+       round(SUM((c.wall * COALESCE(bf.hs06, 0))::numeric), 9)::float8, round(SUM(c.gpu::numeric), 9)::float8
+FROM contrib c
+LEFT JOIN accounting_project pj ON pj.id = c.project_id
+LEFT JOIN accounting_vo v ON v.id = c.vo_id
+LEFT JOIN bench bf ON bf.resource_id = c.resource_id AND c.day >= bf.valid_from AND (bf.valid_to IS NULL OR c.day < bf.valid_to)
+GROUP BY c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
+         COALESCE(pj.field_of_science_id, v.field_of_science_id), c.kind, c.designation
+"""
+
+
+def rebuild_chunk_sql(first: date, last: date) -> int:
+    """Replace the summary rows of `first`..`last` (inclusive); returns the number of rows written."""
+    params = {"first": first, "last": last, "lo": day_start(first), "hi": day_start(last + timedelta(days=1))}
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM accounting_dailyusage WHERE day BETWEEN %(first)s AND %(last)s", params)
+        cursor.execute(SQL, params)
+        return cursor.rowcount
