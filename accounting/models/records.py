@@ -1,4 +1,5 @@
 """Raw usage records: one row per job, never edited by the rules (DOMAIN.md "Records")."""
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from accounting.choices import RecordKind
@@ -83,6 +84,10 @@ class PilotDetails(models.Model):
     condor_started = models.BooleanField(null=True, blank=True)
     condor_seconds = models.FloatField(null=True, blank=True)
     claims = models.PositiveIntegerField(null=True, blank=True)
+    metrics = models.JSONField(
+        default=dict, blank=True, encoder=DjangoJSONEncoder,
+        help_text="factory and glidein figures as read (wastemill seconds, stats, XML result): estimated categories",
+    )  # fmt: skip
 
     class Meta:
         verbose_name_plural = "pilot details"

@@ -26,6 +26,7 @@ class Bundle(models.Model):
     format = models.CharField(max_length=100, blank=True, help_text="detected format(s)")
     source_label = models.CharField(max_length=200, blank=True)
     site_hint = models.CharField(max_length=200, blank=True, help_text="site for formats that carry none")
+    schedd_hint = models.CharField(max_length=255, blank=True, help_text="factory schedd for completed_jobs logs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     records_read = models.IntegerField(default=0)
     records_inserted = models.IntegerField(default=0)

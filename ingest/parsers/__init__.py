@@ -1,8 +1,22 @@
 """Format parsers, one module per format (CONTRACT.md names), all with the interface of `base.Parser`."""
+from ingest.parsers.apel import APELParser
 from ingest.parsers.base import ParseContext, ParsedRecord, Parser, PilotInfo, Rejection
+from ingest.parsers.gratia_ur import GratiaURParser
+from ingest.parsers.gwms_completed import GWMSCompletedParser
+from ingest.parsers.gwms_glidein import GWMSGlideinParser
 from ingest.parsers.htcondor_history import HTCondorHistoryParser
 
-PARSERS: dict[str, Parser] = {parser.name: parser for parser in (HTCondorHistoryParser(),)}
+# Detection tries them in this order: the most specific formats first.
+PARSERS: dict[str, Parser] = {
+    parser.name: parser
+    for parser in (
+        GWMSGlideinParser(),
+        GWMSCompletedParser(),
+        GratiaURParser(),
+        APELParser(),
+        HTCondorHistoryParser(),
+    )
+}
 DETECT_BYTES = 64 * 1024
 
 

@@ -84,6 +84,7 @@ class ParseContext:
     """What the caller knows that the file may not say (e.g. `--site` for formats that carry none)."""
 
     site: str = ""
+    schedd: str = ""  # the factory schedd, for `completed_jobs` lines that name only cluster.proc
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 

@@ -30,6 +30,7 @@ def create_bundle(
     fmt: str = "",
     source: str = "",
     site: str = "",
+    schedd: str = "",
     user=None,
     max_bytes: int | None = None,
 ) -> Bundle:
@@ -45,6 +46,7 @@ def create_bundle(
         requested_format=fmt,
         source_label=source[:200],
         site_hint=site[:200],
+        schedd_hint=schedd[:255],
         created_by=user if user is not None and user.is_authenticated else None,
     )
 
@@ -64,6 +66,7 @@ def create_bundle_from_path(path: Path, **kwargs) -> Bundle:
             requested_format=fmt,
             source_label=kwargs.get("source", "")[:200],
             site_hint=kwargs.get("site", "")[:200],
+            schedd_hint=kwargs.get("schedd", "")[:255],
         )
     with path.open("rb") as handle:
         return create_bundle(handle, str(path), **kwargs)
@@ -109,7 +112,7 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
     loaders: dict[str, RecordLoader | SideLoader] = {}
     read = 0
     done_bytes = 0
-    context = ParseContext(site=bundle.site_hint)
+    context = ParseContext(site=bundle.site_hint, schedd=bundle.schedd_hint)
     path = store.absolute(bundle.stored_path)
     try:
         kind, members = plan(path)
@@ -117,7 +120,10 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
         errors.add(bundle.original_name, None, str(exc))
         members, kind = [], "file"
     display_prefix = "" if kind == "file" else f"{bundle.original_name}:"
+    names = {member.name for member in members}
     for member in members:
+        if member.name.endswith(".err") and member.name[: -len(".err")] + ".out" in names:
+            continue  # read with its job.N.M.out by the glidein parser
         display = bundle.original_name if kind == "file" else f"{display_prefix}{member.name}"
         if member.problem:
             errors.add(display, None, member.problem)
@@ -134,7 +140,7 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
                 loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name))
                 side = loaders.setdefault(f"{parser.name}:side", SideLoader(bundle.pk))
                 stream = _Rewound(head, stream)
-                for item in parser.parse(stream, member.name, context, **sibling_files(path, kind, member, parser)):
+                for item in parser.parse(stream, member.name, context, **parser_extras(path, kind, member, parser, context)):
                     if isinstance(item, Rejection):
                         errors.add(display, item.line, item.reason)
                         continue
@@ -178,8 +184,11 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
     return bundle
 
 
-def sibling_files(path: Path, kind: str, member, parser) -> dict:
-    """Extra streams a parser reads beside its file: the glidein's `.err` next to its `job.N.M.out`."""
+def parser_extras(path: Path, kind: str, member, parser, context: ParseContext) -> dict:
+    """What a parser reads beside its file: the glidein's `.err` next to its `job.N.M.out`; the factory
+    schedd for `completed_jobs` lines."""
+    if parser.name == "gwms-completed":
+        return {"schedd": context.schedd}
     if parser.name != "gwms-glidein" or not member.name.endswith(".out"):
         return {}
     err_name = member.name[: -len(".out")] + ".err"

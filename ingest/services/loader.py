@@ -19,7 +19,8 @@ from ingest.parsers.base import ParsedRecord
 BATCH_SIZE = 2000
 # Several sources describe the same pilot. A more detailed source is never overwritten by a coarser one, so
 # the stored pilot (and the summaries) do not depend on the order the sources arrive in.
-SOURCE_RANK = {"gwms-glidein": 3, "gwms-completed": 2}
+# job.out (measured start and end) > schedd history > completed_jobs (its end is when the factory logged it).
+SOURCE_RANK = {"gwms-glidein": 3, "htcondor-history": 2}
 DIMENSIONS = {"site": Site, "resource": Resource, "vo": VO, "person": Person, "project": Project}
 RECORD_FIELDS = (
     "kind", "start", "end", "wall_seconds", "cores", "memory_mb", "gpus", "cpu_user_seconds", "cpu_sys_seconds",
@@ -175,7 +176,8 @@ class RecordLoader:
             UsageRecord.objects.bulk_update(updates, UPDATE_FIELDS)
         pks = {row.natural_key: row.pk for row in inserts + updates}
         if pilots:
-            self._write_pilots(pilots, pks)
+            metrics = {key: {k: v for k, v in latest[key][0].extra.items() if k != "runs"} for key in pilots}
+            self._write_pilots(pilots, pks, metrics)
         if runs:
             self._write_runs(runs, pks)
 
@@ -216,11 +218,11 @@ class RecordLoader:
             [PilotJobRun(pilot_id=pks[key], **{k: v for k, v in run.items() if k in RUN_FIELDS}) for key, items in runs.items() for run in items]
         )
 
-    def _write_pilots(self, pilots: dict, pks: dict[str, int]) -> None:
+    def _write_pilots(self, pilots: dict, pks: dict[str, int], metrics: dict[str, dict]) -> None:
         rows = [
-            PilotDetails(record_id=pks[key], **{name: getattr(info, name) for name in PILOT_FIELDS})
+            PilotDetails(record_id=pks[key], metrics=metrics.get(key, {}), **{name: getattr(info, name) for name in PILOT_FIELDS})
             for key, info in pilots.items()
         ]
         PilotDetails.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["record"], update_fields=list(PILOT_FIELDS)
+            rows, update_conflicts=True, unique_fields=["record"], update_fields=[*PILOT_FIELDS, "metrics"]
         )

@@ -16,9 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", dest="fmt", choices=sorted(PARSERS), help="force a format (default: detect)")
         parser.add_argument("--source", default="", help="a label for where the files came from")
         parser.add_argument("--site", default="", help="site name for formats that carry none")
+        parser.add_argument("--schedd", default="", help="factory schedd of completed_jobs logs (their lines name only cluster.proc)")
         parser.add_argument("--no-rebuild", action="store_true", help="leave the summaries for a later rebuild")
 
-    def handle(self, paths, fmt=None, source="", site="", no_rebuild=False, **options):
+    def handle(self, paths, fmt=None, source="", site="", schedd="", no_rebuild=False, **options):
         unreadable = 0
         first_days, last_days = [], []
         for path in paths:
@@ -27,7 +28,7 @@ class Command(BaseCommand):
                 unreadable += 1
                 continue
             try:
-                bundle = create_bundle_from_path(path, fmt=fmt or "", source=source, site=site)
+                bundle = create_bundle_from_path(path, fmt=fmt or "", source=source, site=site, schedd=schedd)
             except (OSError, ValueError) as exc:
                 self.stderr.write(f"{path}: cannot read: {exc}")
                 unreadable += 1
