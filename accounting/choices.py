@@ -34,3 +34,20 @@ class Benchmark(models.TextChoices):
 
 # Conversion to HS06 per core. APEL: SI2K / 250. HS23 is calibrated to equal HS06 on the reference machine.
 BENCHMARK_TO_HS06 = {Benchmark.HS06: 1.0, Benchmark.HS23: 1.0, Benchmark.SI2K: 1.0 / 250.0}
+
+
+class Category(models.TextChoices):
+    """The eight categories of pilot time in canonical units (GlideinWMS report, seed 002; DOMAIN.md)."""
+
+    VALIDATION_FAILS = "validation_fails", "Validation fails"
+    DECISION_PROBLEM = "decision_problem", "Decision problem"
+    MISCONFIGURATION_BADPUT = "misconfiguration_badput", "Pilot misconfiguration badput"
+    GOODPUT = "goodput", "Pilot goodput"
+    PREEMPTION_BADPUT = "preemption_badput", "Pilot preemption badput"
+    OVERHEAD = "overhead", "Pilot overhead"
+    PROVISIONING_BOTTLENECK = "provisioning_bottleneck", "Provisioning bottleneck"
+    INSUFFICIENT_DEMAND = "insufficient_demand", "Insufficient demand"
+
+
+# Canonical unit: 1 CPU core + 2 GB of memory (seed 002).
+CANONICAL_MB_PER_CORE = 2048

@@ -1,7 +1,7 @@
 """Accounting domain models: topology and identities, raw usage records, rebuilt summaries."""
 from accounting.models.records import PilotDetails, UsageRecord
 from accounting.models.reported import ApelSummary, CapacitySnapshot, PilotJobRun
-from accounting.models.summaries import DailyUsage, SummaryRun
+from accounting.models.summaries import CategoryDaily, DailyUsage, SummaryRun
 from accounting.models.topology import (
     VO,
     BenchmarkFactor,
@@ -17,6 +17,7 @@ __all__ = [
     "VO",
     "ApelSummary",
     "CapacitySnapshot",
+    "CategoryDaily",
     "PilotJobRun",
     "BenchmarkFactor",
     "DailyUsage",

@@ -1,7 +1,7 @@
 """Summary tables: rebuilt from raw records and mapping tables, never edited by hand (DOMAIN.md)."""
 from django.db import models
 
-from accounting.choices import Designation, RecordKind
+from accounting.choices import Category, Designation, RecordKind
 
 
 class DailyUsageQuerySet(models.QuerySet):
@@ -71,3 +71,27 @@ class SummaryRun(models.Model):
 
     def __str__(self) -> str:
         return f"rebuild {self.start}..{self.end} {self.status}"
+
+
+class CategoryDaily(models.Model):
+    """Pilot time of one UTC day in canonical units, partitioned among the eight categories (seed 002).
+
+    Categories 1-6 come from pilots (by the pilot's site, resource and VO); 7 and 8 from capacity
+    snapshots. `estimated` marks rows computed from factory summaries alone (no per-job runs known).
+    """
+
+    day = models.DateField()
+    site = models.ForeignKey("accounting.Site", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
+    resource = models.ForeignKey("accounting.Resource", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
+    vo = models.ForeignKey("accounting.VO", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
+    category = models.CharField(max_length=32, choices=Category.choices)
+    estimated = models.BooleanField(default=False)
+    core_hours = models.FloatField(default=0)
+    gpu_hours = models.FloatField(default=0)
+
+    class Meta:
+        verbose_name_plural = "category summaries"
+        indexes = [models.Index(fields=["day", "site"]), models.Index(fields=["vo", "day"])]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.category} {self.core_hours:.2f} core-hours"
