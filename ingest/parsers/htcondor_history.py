@@ -2,11 +2,12 @@
 variant), per-job `history.N.M` files and `condor_history -l` output (blank-line separated).
 
 Attributes are mapped the way OSG's Gratia condor meter does (DOMAIN.md "Records"):
-- identity: `x509userproxysubject`, else `AuthTokenSubject`; VO `x509UserProxyVOName`; FQAN
+- identity: `x509userproxysubject`, else `AuthTokenSubject`; VO `x509UserProxyVOName`, else the first
+  of `AuthTokenGroups`; FQAN
   `x509UserProxyFirstFQAN`; project `ProjectName`; local user `Owner`;
 - cores: `MachineAttrCpus0`, then `CpusProvisioned`, then `RequestCpus` (when it is a number);
 - site `MachineAttrGLIDEIN_Site0`; resource `MachineAttrGLIDEIN_ResourceName0`, else
-  `MATCH_EXP_JOBGLIDEIN_ResourceName`;
+  `MATCH_EXP_JOBGLIDEIN_ResourceName`; a batch job's resource is its schedd (GlobalJobId's host: the CE);
 - pilot link: `MATCH_EXP_JOB_GLIDEIN_Schedd` + `_ClusterId` + `_ProcId` as `schedd#cluster.proc`, else the
   `glidein_<pid>_<rand>@host` part of `LastRemoteHost`. An ad with a pilot link or glidein machine
   attributes is a payload; a grid-universe ad with `GlideinEntryName` (the factory's own history of the
@@ -95,6 +96,12 @@ def text(ad: dict[str, str], *names: str) -> str:
             if value:
                 return value
     return ""
+
+
+def token_group(ad: dict[str, str]) -> str:
+    """The VO of a token job: the first of its `AuthTokenGroups` (e.g. "/cms,/cms/production" -> "cms")."""
+    groups = text(ad, "AuthTokenGroups")
+    return groups.split(",")[0].strip().strip("/").split("/")[0] if groups else ""
 
 
 def is_true(ad: dict[str, str], name: str) -> bool:
@@ -224,7 +231,7 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
         exit_code=exit_code,
         exit_signal=exit_signal,
         person=text(ad, "x509userproxysubject", "AuthTokenSubject"),
-        vo=text(ad, "x509UserProxyVOName"),
+        vo=text(ad, "x509UserProxyVOName") or token_group(ad),
         fqan=text(ad, "x509UserProxyFirstFQAN"),
         project=text(ad, "ProjectName"),
         local_user=text(ad, "Owner"),
@@ -248,6 +255,9 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
     if pilot_ref or text(ad, "MachineAttrGLIDEIN_Site0", "MachineAttrGLIDEIN_ResourceName0"):
         record.kind = RecordKind.PAYLOAD
         record.pilot_ref = pilot_ref
+    elif not record.resource:
+        # A batch job's resource is the schedd that ran it (the CE, for a CE's history): its GlobalJobId's host.
+        record.resource = global_job_id.partition("#")[0]
     return record
 
 

@@ -246,3 +246,14 @@ def test_line_parser_agrees_with_htcondor_classad_parser(samples_dir, name):
 def test_fuzz_any_input_yields_records_or_rejections(data):
     for item in parse(data):
         assert isinstance(item, (ParsedRecord, Rejection))
+
+
+def test_token_job_takes_its_vo_from_its_first_token_group():
+    text = PAYLOAD.replace('x509UserProxyVOName = "osg"\n', 'AuthTokenGroups = "/icecube,/icecube/prod"\n')
+    (record,) = parse(text)
+    assert record.vo == "icecube"
+
+
+def test_a_batch_jobs_resource_is_the_schedd_that_ran_it():
+    (record,) = parse('GlobalJobId = "ce01.example.edu#7.0#1"\nRemoteWallClockTime = 10\nCompletionDate = 1700000000\n')
+    assert (record.kind, record.resource) == ("batch", "ce01.example.edu")
