@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounting.choices import BENCHMARK_TO_HS06, RecordKind
 from accounting.models import VO, BenchmarkFactor, DailyUsage, Frontend, Project, Resource, SummaryRun, UsageRecord
+from accounting.services.categories import rebuild_categories
 from accounting.services.refine import Mappings, Rec, day_start, summarize
 from accounting.services.summary_sql import rebuild_chunk_sql
 
@@ -114,6 +115,7 @@ def rebuild(first: date | None = None, last: date | None = None, progress=None) 
             while chunk_first <= last:
                 chunk_last = min(last, chunk_first + timedelta(days=CHUNK_DAYS - 1))
                 total += _rebuild_chunk(chunk_first, chunk_last, mappings)
+                rebuild_categories(chunk_first, chunk_last)
                 if progress:
                     progress((chunk_last - first).days + 1, (last - first).days + 1)
                 chunk_first = chunk_last + timedelta(days=1)

@@ -127,3 +127,18 @@ def test_a_rebuild_is_recorded_with_its_row_count(bundle_store, write, capsys):
     ingest_files(write("h", PAYLOADS))
     run = rebuild()
     assert run.status == "done" and run.rows == DailyUsage.objects.count() > 0
+
+
+def test_nightly_task_rebuilds_the_trailing_window(bundle_store, write, capsys):
+    from datetime import datetime, timedelta, timezone
+
+    from accounting.tasks import rebuild_trailing
+
+    end = int((datetime.now(timezone.utc) - timedelta(days=2)).timestamp())
+    ingest_files(write("h", f'GlobalJobId = "ap#1.0#1"\nRemoteWallClockTime = 3600\nCompletionDate = {end}\n'))
+    DailyUsage.objects.all().delete()
+    run_id = rebuild_trailing.delay(days=7).get()
+    assert sum(DailyUsage.objects.values_list("wall_hours", flat=True)) == pytest.approx(1.0)
+    from accounting.models import SummaryRun
+
+    assert SummaryRun.objects.get(pk=run_id).status == "done"
