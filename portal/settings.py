@@ -138,6 +138,14 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Synced into django-celery-beat's tables by `celery beat`; admins can change times in Django admin.
+CELERY_BEAT_SCHEDULE = {
+    "nightly-rebuild-trailing-week": {
+        "task": "accounting.tasks.rebuild_trailing",
+        "schedule": 24 * 3600,
+        "kwargs": {"days": int(os.environ.get("GRIDLEDGER_NIGHTLY_DAYS", 7))},
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
