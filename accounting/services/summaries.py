@@ -20,7 +20,8 @@ from accounting.services.refine import Mappings, Rec, day_start, summarize
 from accounting.services.summary_sql import rebuild_chunk_sql
 
 logger = logging.getLogger(__name__)
-CHUNK_DAYS = 31
+CHUNK_DAYS = 31  # per statement on SQLite (Python engine, records in memory)
+SQL_CHUNK_DAYS = 92  # per statement on PostgreSQL (set-based; fewer re-scans of long records)
 LOCK_CLASS = 0x6C656467  # "ledg": advisory-lock namespace of summary days
 RECORD_COLUMNS = (
     "id", "kind", "natural_key", "start", "end", "wall_seconds", "cores", "gpus", "cpu_user_seconds",
@@ -113,7 +114,8 @@ def rebuild(first: date | None = None, last: date | None = None, progress=None) 
             total = 0
             chunk_first = first
             while chunk_first <= last:
-                chunk_last = min(last, chunk_first + timedelta(days=CHUNK_DAYS - 1))
+                size = SQL_CHUNK_DAYS if connection.vendor == "postgresql" else CHUNK_DAYS
+                chunk_last = min(last, chunk_first + timedelta(days=size - 1))
                 total += _rebuild_chunk(chunk_first, chunk_last, mappings)
                 rebuild_categories(chunk_first, chunk_last)
                 if progress:

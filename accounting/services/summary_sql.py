@@ -1,8 +1,8 @@
 """The payload-only-refines rule as one set-based PostgreSQL statement (INSERT ... SELECT ... GROUP BY).
 
 It computes exactly what `accounting.services.refine.summarize` computes (the reference, also used on
-SQLite for the demo); tests compare the two on random data. Hours are summed as `numeric`, so the sums
-do not depend on row order: any arrival order gives identical tables.
+SQLite for the demo); tests compare the two on random data. Hours are summed as whole nano-hours
+(int8), exactly, so the sums do not depend on row order: any arrival order gives identical tables.
 """
 from datetime import date, timedelta
 
@@ -10,59 +10,86 @@ from django.db import connection
 
 from accounting.services.refine import day_start
 
-SQL = """
-WITH
-rec AS (
+# Step 1: the records of the range and their day parts, in analysed temp tables (real row counts for the
+# planner). A record overlapping the range starts at most `max_span` before it, so the scan is a range on start.
+PREPARE = [
+    "DROP TABLE IF EXISTS gl_rec, gl_parts, gl_links, gl_pilots",
+    """
+    CREATE TEMP TABLE gl_rec ON COMMIT DROP AS
     SELECT r.id, r.kind, r.start, r."end", r.wall_seconds, r.cores, r.gpus,
            r.cpu_user_seconds + r.cpu_sys_seconds AS cpu,
            COALESCE(res.site_id, r.site_id) AS site_id, r.resource_id,
            CASE WHEN r.kind = 'pilot' THEN COALESCE(fe.vo_id, r.vo_id) ELSE r.vo_id END AS vo_id,
-           r.person_id, r.project_id, r.pilot_ref, (r."end" AT TIME ZONE 'UTC')::date AS end_day
+           r.person_id, r.project_id, r.pilot_ref, (r.start AT TIME ZONE 'UTC')::date AS start_day,
+           (r."end" AT TIME ZONE 'UTC')::date AS end_day
     FROM accounting_usagerecord r
     LEFT JOIN accounting_resource res ON res.id = r.resource_id
     LEFT JOIN accounting_pilotdetails pd ON pd.record_id = r.id AND r.kind = 'pilot'
     LEFT JOIN accounting_frontend fe ON fe.client = pd.frontend_client
-    WHERE NOT r.void AND r.start < %(hi)s AND r."end" >= %(lo)s
-),
-split AS (
-    SELECT rec.*, g.day,
-           EXTRACT(EPOCH FROM LEAST(rec."end", (g.day + 1)::timestamp AT TIME ZONE 'UTC')
-                              - GREATEST(rec.start, g.day::timestamp AT TIME ZONE 'UTC'))::float8 AS secs
-    FROM rec
-    CROSS JOIN LATERAL (
-        SELECT gs::date AS day
-        FROM generate_series(GREATEST((rec.start AT TIME ZONE 'UTC')::date, %(first)s::date),
-                             LEAST(rec.end_day, %(last)s::date), interval '1 day') AS gs
-    ) g
-),
-parts AS MATERIALIZED (
+    WHERE NOT r.void AND r.start < %(hi)s AND r.start >= %(earliest)s AND r."end" >= %(lo)s
+    """,
+    """
+    CREATE TEMP TABLE gl_parts ON COMMIT DROP AS
     SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref,
+           COALESCE(s.site_id, 0) AS site_key, COALESCE(s.vo_id, 0) AS vo_key,
            (CASE WHEN s.day = s.end_day THEN 1 ELSE 0 END) AS jobs,
            GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d,
            CASE WHEN s.wall_seconds > 0 AND s.secs > 0 THEN s.cpu * (s.secs / s.wall_seconds) / 3600.0 ELSE 0 END AS cpu_d,
            GREATEST(s.secs, 0) * s.gpus / 3600.0 AS gpu_d
-    FROM split s
+    FROM (
+        -- most records lie within one day: no series needed
+        SELECT rec.*, rec.start_day AS day, EXTRACT(EPOCH FROM rec."end" - rec.start)::float8 AS secs
+        FROM gl_rec rec
+        WHERE rec.start_day = rec.end_day AND rec.start_day BETWEEN %(first)s AND %(last)s
+      UNION ALL
+        SELECT rec.*, g.day,
+               EXTRACT(EPOCH FROM LEAST(rec."end", (g.day + 1)::timestamp AT TIME ZONE 'UTC')
+                                  - GREATEST(rec.start, g.day::timestamp AT TIME ZONE 'UTC'))::float8 AS secs
+        FROM gl_rec rec
+        CROSS JOIN LATERAL (
+            SELECT gs::date AS day
+            FROM generate_series(GREATEST(rec.start_day, %(first)s::date),
+                                 LEAST(rec.end_day, %(last)s::date), interval '1 day') AS gs
+        ) g
+        WHERE rec.start_day < rec.end_day
+    ) s
     WHERE s.secs > 0 OR s.day = s.end_day
-),
-links AS MATERIALIZED (
-    SELECT pay.id AS payload_id, p.id AS pilot_id, COALESCE(pres.site_id, p.site_id) AS pilot_site,
-           p.resource_id AS pilot_resource
-    FROM (SELECT DISTINCT id, pilot_ref FROM rec WHERE kind = 'payload' AND pilot_ref <> '') pay
-    JOIN LATERAL (
-        SELECT COALESCE(
-            (SELECT k.id FROM accounting_usagerecord k
-              WHERE k.natural_key = pay.pilot_ref AND k.kind = 'pilot' AND NOT k.void),
-            (SELECT g.id FROM accounting_usagerecord g JOIN accounting_pilotdetails gd ON gd.record_id = g.id
-              WHERE gd.glidein_name = pay.pilot_ref AND g.kind = 'pilot' AND NOT g.void
-              ORDER BY g.natural_key DESC LIMIT 1)
-        ) AS pid
-    ) found ON found.pid IS NOT NULL
-    JOIN accounting_usagerecord p ON p.id = found.pid
+    """,
+    """
+    CREATE TEMP TABLE gl_links ON COMMIT DROP AS
+    SELECT pay.id AS payload_id, k.id AS pilot_id
+    FROM gl_rec pay
+    JOIN accounting_usagerecord k ON k.natural_key = pay.pilot_ref
+    WHERE pay.kind = 'payload' AND pay.pilot_ref <> '' AND k.kind = 'pilot' AND NOT k.void
+    """,
+    # Payloads naming their pilot by its glidein startd name (glidein_<pid>_<rand>@host) instead.
+    """
+    INSERT INTO gl_links (payload_id, pilot_id)
+    SELECT DISTINCT ON (pay.id) pay.id, g.id
+    FROM gl_rec pay
+    JOIN accounting_pilotdetails gd ON gd.glidein_name = pay.pilot_ref
+    JOIN accounting_usagerecord g ON g.id = gd.record_id AND g.kind = 'pilot' AND NOT g.void
+    WHERE pay.kind = 'payload' AND pay.pilot_ref LIKE 'glidein%%'
+      AND NOT EXISTS (SELECT 1 FROM gl_links l WHERE l.payload_id = pay.id)
+    ORDER BY pay.id, g.natural_key DESC
+    """,
+    """
+    CREATE TEMP TABLE gl_pilots ON COMMIT DROP AS
+    SELECT DISTINCT p.id AS pilot_id, COALESCE(pres.site_id, p.site_id) AS pilot_site, p.resource_id AS pilot_resource
+    FROM gl_links l JOIN accounting_usagerecord p ON p.id = l.pilot_id
     LEFT JOIN accounting_resource pres ON pres.id = p.resource_id
-),
+    """,
+    "ANALYZE gl_parts",
+    "ANALYZE gl_links",
+    "ANALYZE gl_pilots",
+]
+
+# Step 2: the rule over those tables, one INSERT ... SELECT ... GROUP BY.
+SQL = """
+WITH
 pilot_load AS MATERIALIZED (
     SELECT l.pilot_id, pa.day, SUM(pa.wall_d) AS load
-    FROM parts pa JOIN links l ON l.payload_id = pa.id
+    FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id
     GROUP BY l.pilot_id, pa.day
 ),
 nonpay AS MATERIALIZED (
@@ -70,18 +97,18 @@ nonpay AS MATERIALIZED (
            CASE WHEN pl.load IS NULL OR pl.load <= 0 THEN 1.0
                 WHEN pa.wall_d > 0 THEN GREATEST(pa.wall_d - pl.load, 0) / pa.wall_d
                 ELSE 0.0 END AS rshare
-    FROM parts pa LEFT JOIN pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
+    FROM gl_parts pa LEFT JOIN pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
     WHERE pa.kind <> 'payload'
 ),
 supply AS MATERIALIZED (
-    SELECT site_id, vo_id, day, SUM(wall_d * rshare) AS supply FROM nonpay GROUP BY site_id, vo_id, day
+    SELECT site_key, vo_key, day, SUM(wall_d * rshare) AS supply FROM nonpay GROUP BY site_key, vo_key, day
 ),
 bucket_load AS MATERIALIZED (
-    SELECT site_id, vo_id, day, SUM(wall_d) AS load FROM parts
-    WHERE kind = 'payload' AND pilot_ref = '' GROUP BY site_id, vo_id, day
+    SELECT site_key, vo_key, day, SUM(wall_d) AS load FROM gl_parts
+    WHERE kind = 'payload' AND pilot_ref = '' GROUP BY site_key, vo_key, day
 ),
 pay AS (
-    SELECT pa.*, l.pilot_id, l.pilot_site, l.pilot_resource,
+    SELECT pa.*, l.pilot_id, lp.pilot_site, lp.pilot_resource,
            CASE
              WHEN l.pilot_id IS NOT NULL THEN 'payload'
              WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 'payload_unmatched'
@@ -92,12 +119,13 @@ pay AS (
              WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 1.0
              WHEN COALESCE(b.load, 0) <= 0 THEN 1.0
              ELSE LEAST(1.0, s.supply / b.load) END AS factor
-    FROM parts pa
-    LEFT JOIN links l ON l.payload_id = pa.id
+    FROM gl_parts pa
+    LEFT JOIN gl_links l ON l.payload_id = pa.id
+    LEFT JOIN gl_pilots lp ON lp.pilot_id = l.pilot_id
     LEFT JOIN pilot_load pl ON pl.pilot_id = l.pilot_id AND pl.day = pa.day
-    LEFT JOIN parts own ON own.id = l.pilot_id AND own.day = pa.day
-    LEFT JOIN supply s ON s.site_id IS NOT DISTINCT FROM pa.site_id AND s.vo_id IS NOT DISTINCT FROM pa.vo_id AND s.day = pa.day
-    LEFT JOIN bucket_load b ON b.site_id IS NOT DISTINCT FROM pa.site_id AND b.vo_id IS NOT DISTINCT FROM pa.vo_id AND b.day = pa.day
+    LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = pa.day
+    LEFT JOIN supply s ON s.site_key = pa.site_key AND s.vo_key = pa.vo_key AND s.day = pa.day
+    LEFT JOIN bucket_load b ON b.site_key = pa.site_key AND b.vo_key = pa.vo_key AND b.day = pa.day
     WHERE pa.kind = 'payload'
 ),
 contrib AS (
@@ -115,8 +143,8 @@ contrib AS (
                 THEN 'pilot_residual' ELSE 'batch' END,
            n.jobs, n.wall_d * sh.share, n.cpu_d * sh.share, n.gpu_d * sh.share
     FROM nonpay n
-    LEFT JOIN supply s ON s.site_id IS NOT DISTINCT FROM n.site_id AND s.vo_id IS NOT DISTINCT FROM n.vo_id AND s.day = n.day
-    LEFT JOIN bucket_load b ON b.site_id IS NOT DISTINCT FROM n.site_id AND b.vo_id IS NOT DISTINCT FROM n.vo_id AND b.day = n.day
+    LEFT JOIN supply s ON s.site_key = n.site_key AND s.vo_key = n.vo_key AND s.day = n.day
+    LEFT JOIN bucket_load b ON b.site_key = n.site_key AND b.vo_key = n.vo_key AND b.day = n.day
     CROSS JOIN LATERAL (SELECT n.rshare * CASE WHEN COALESCE(b.load, 0) > 0 AND COALESCE(s.supply, 0) > 0
                                              THEN GREATEST(s.supply - b.load, 0) / s.supply ELSE 1.0 END AS share) sh
 ),
@@ -134,8 +162,8 @@ INSERT INTO accounting_dailyusage (day, site_id, resource_id, vo_id, person_id, 
                                    kind, designation, jobs, wall_hours, cpu_hours, normalized_hours, gpu_hours)
 SELECT c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
        COALESCE(pj.field_of_science_id, v.field_of_science_id), c.kind, c.designation, SUM(c.jobs),
-       round(SUM(c.wall::numeric), 9)::float8, round(SUM(c.cpu::numeric), 9)::float8,
-       round(SUM((c.wall * COALESCE(bf.hs06, 0))::numeric), 9)::float8, round(SUM(c.gpu::numeric), 9)::float8
+       SUM(round(c.wall * 1e9)::int8) / 1e9, SUM(round(c.cpu * 1e9)::int8) / 1e9,
+       SUM(round(c.wall * COALESCE(bf.hs06, 0) * 1e9)::int8) / 1e9, SUM(round(c.gpu * 1e9)::int8) / 1e9
 FROM contrib c
 LEFT JOIN accounting_project pj ON pj.id = c.project_id
 LEFT JOIN accounting_vo v ON v.id = c.vo_id
@@ -147,8 +175,13 @@ GROUP BY c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
 
 def rebuild_chunk_sql(first: date, last: date) -> int:
     """Replace the summary rows of `first`..`last` (inclusive); returns the number of rows written."""
-    params = {"first": first, "last": last, "lo": day_start(first), "hi": day_start(last + timedelta(days=1))}
+    lo, hi = day_start(first), day_start(last + timedelta(days=1))
     with connection.cursor() as cursor:
+        cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")  # the longest record
+        span = cursor.fetchone()[0] or timedelta(0)
+        params = {"first": first, "last": last, "lo": lo, "hi": hi, "earliest": lo - span}
         cursor.execute("DELETE FROM accounting_dailyusage WHERE day BETWEEN %(first)s AND %(last)s", params)
+        for statement in PREPARE:
+            cursor.execute(statement, params)
         cursor.execute(SQL, params)
         return cursor.rowcount
