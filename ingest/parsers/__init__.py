@@ -5,6 +5,10 @@ from ingest.parsers.gratia_ur import GratiaURParser
 from ingest.parsers.gwms_completed import GWMSCompletedParser
 from ingest.parsers.gwms_glidein import GWMSGlideinParser
 from ingest.parsers.htcondor_history import HTCondorHistoryParser
+from ingest.parsers.ncsa import NCSAParser
+from ingest.parsers.pbs import PBSParser
+from ingest.parsers.slurm import SlurmParser
+from ingest.parsers.snapshot import SnapshotParser
 
 # Detection tries them in this order: the most specific formats first.
 PARSERS: dict[str, Parser] = {
@@ -14,6 +18,10 @@ PARSERS: dict[str, Parser] = {
         GWMSCompletedParser(),
         GratiaURParser(),
         APELParser(),
+        NCSAParser(),
+        SnapshotParser(),
+        SlurmParser(),
+        PBSParser(),
         HTCondorHistoryParser(),
     )
 }

@@ -18,6 +18,9 @@ MAX_LINE_BYTES = 1024 * 1024
 # A job or pilot running longer than this is not believable (the longest grid walltimes are days).
 MAX_WALL_SECONDS = 366 * 24 * 3600
 MAX_CORES = 4096
+MAX_MEMORY_MB = 64 * 1024 * 1024  # 64 TB: more than any node
+# Column widths of the names a record carries (accounting models).
+NAME_LIMITS = {"site": 200, "resource": 255, "vo": 200, "project": 200, "person": 500}
 EARLIEST = datetime(1995, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)
 
@@ -128,6 +131,15 @@ def check_record(record: ParsedRecord, now: datetime) -> None:
         raise RecordInvalid(f"unknown record kind {record.kind!r}")
     if not record.natural_key or len(record.natural_key) > 500:
         raise RecordInvalid("missing or over-long job identifier")
+    for name, limit in NAME_LIMITS.items():
+        if len(getattr(record, name)) > limit:
+            raise RecordInvalid(f"{name} longer than {limit} characters")
+    if record.memory_mb is not None and not 0 <= record.memory_mb <= MAX_MEMORY_MB:
+        raise RecordInvalid(f"absurd memory ({record.memory_mb} MB)")
+    for name in ("exit_code", "exit_signal"):
+        value = getattr(record, name)
+        if value is not None and not -(2**31) <= value < 2**31:
+            raise RecordInvalid(f"{name} out of range ({value})")
 
 
 def iter_lines(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None]]:

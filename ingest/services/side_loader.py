@@ -5,6 +5,7 @@ Same rules as for jobs: keyed by natural key, an identical re-send is a duplicat
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
 from django.db import transaction
 
@@ -12,6 +13,7 @@ from accounting.models import VO, ApelSummary, CapacitySnapshot, Person, Resourc
 from ingest.services.loader import LoadCounts
 
 BATCH_SIZE = 2000
+SNAPSHOT_SPAN = timedelta(hours=1)
 NAMED = {"site": Site, "vo": VO, "person": Person, "resource": Resource}
 
 
@@ -111,6 +113,8 @@ class SideLoader:
                 self.counts.duplicates += 1
                 continue
             values = fields | {"bundle_id": self.bundle_id} | ({"record_hash": digest} if has_hash else {})
+            if "timestamp" in fields:  # a snapshot stands for up to an hour: those days' categories change
+                self.counts.touch(fields["timestamp"], fields["timestamp"] + SNAPSHOT_SPAN)
             model.objects.update_or_create(natural_key=key, defaults=values)
             if old is None:
                 self.counts.inserted += 1

@@ -40,3 +40,23 @@ def test_re_ingesting_summaries_counts_duplicates(bundle_store, write):
     again = ingest_bundle(create_bundle_from_path(path).pk)
     assert (again.records_inserted, again.duplicates) == (0, 2)
     assert ApelSummary.objects.count() == 2
+
+
+def test_snapshots_are_stored_and_give_categories_seven_and_eight(bundle_store, write, capsys):
+    from accounting.models import CapacitySnapshot, CategoryDaily
+
+    path = write("capacity.csv", "timestamp,site,idle_cores,pilots_queued,idle_jobs\n"
+                                 "2024-03-10T10:00:00Z,MWT2,10,0,5\n2024-03-10T10:30:00Z,MWT2,4,0,0\n2024-03-10T11:00:00Z,MWT2,2,3,0\n")  # fmt: skip
+    call_command("ingest", str(path))
+    assert CapacitySnapshot.objects.count() == 3
+    rows = dict(CategoryDaily.objects.values_list("category", "core_hours"))
+    assert rows == {"provisioning_bottleneck": 5.0, "insufficient_demand": 3.0}
+
+
+def test_batch_formats_take_the_site_from_the_command_line(bundle_store, write, capsys):
+    slurm = write("sacct.txt", "JobID|JobIDRaw|User|Account|Cluster|AllocCPUS|Start|End|Elapsed|TotalCPU|State|ExitCode\n"
+                               "101|101|alice|astro|anvil|4|2024-03-10T10:00:00|2024-03-10T12:00:00|02:00:00|06:00:00|COMPLETED|0:0\n")  # fmt: skip
+    call_command("ingest", str(slurm), "--site", "Purdue-Anvil")
+    record = UsageRecord.objects.get(source_format="slurm")
+    assert (record.site.name, record.cores, record.wall_seconds, record.cpu_user_seconds + record.cpu_sys_seconds) == ("Purdue-Anvil", 4, 7200, 21600)
+    assert "format=slurm read=1 inserted=1" in capsys.readouterr().out

@@ -257,3 +257,8 @@ def test_token_job_takes_its_vo_from_its_first_token_group():
 def test_a_batch_jobs_resource_is_the_schedd_that_ran_it():
     (record,) = parse('GlobalJobId = "ce01.example.edu#7.0#1"\nRemoteWallClockTime = 10\nCompletionDate = 1700000000\n')
     assert (record.kind, record.resource) == ("batch", "ce01.example.edu")
+
+
+def test_over_long_names_are_rejected_not_truncated():
+    (item,) = parse(PAYLOAD.replace('ProjectName = "Astro-101"', f'ProjectName = "{"P" * 300}"'))
+    assert isinstance(item, Rejection) and "project longer than 200 characters" in item.reason
