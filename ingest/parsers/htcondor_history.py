@@ -22,12 +22,14 @@ times faster than a full ClassAd parse (see bench/classad_parsers.py).
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from accounting.choices import RecordKind
 from ingest.parsers.base import (
+    MAX_LINE_BYTES,
     ParseContext,
     ParsedRecord,
     Parser,
@@ -35,11 +37,13 @@ from ingest.parsers.base import (
     RecordInvalid,
     Rejection,
     check_record,
-    iter_lines,
     utc_from_epoch,
 )
 
-ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")  # used with .match: anchored at both ends
+NAME_LINES = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?:\n[A-Za-z_][A-Za-z0-9_.]*)*")
+PARTITION = operator.methodcaller("partition", " = ")
+NAME_OF, SEP_OF, VALUE_OF = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 DETECT_LINE = re.compile(rb"^[A-Za-z_][A-Za-z0-9_.]* = ")
 GLIDEIN_HOST = re.compile(r"(glidein_\d+_\d+@[^\s\"]+)")
 MAX_AD_LINES = 5000
@@ -51,6 +55,7 @@ class HistoryFormatError(ValueError):
 
 def unquote(value: str) -> str:
     """The text of a ClassAd string literal (old ClassAd syntax: backslash escapes quote and backslash)."""
+    value = value.strip()
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
         inner = value[1:-1]
         if "\\" in inner:
@@ -64,7 +69,7 @@ def unquote(value: str) -> str:
 def number(ad: dict[str, str], name: str) -> float | None:
     """A numeric attribute, None when absent or UNDEFINED; HistoryFormatError when it is not a number."""
     raw = ad.get(name.lower())
-    if raw is None or raw.upper() == "UNDEFINED":
+    if raw is None or raw.strip().upper() == "UNDEFINED":
         return None
     try:
         value = float(raw)
@@ -76,15 +81,20 @@ def number(ad: dict[str, str], name: str) -> float | None:
 
 
 def first_number(ad: dict[str, str], *names: str) -> float | None:
-    """The first of `names` that holds a number; expressions (e.g. `RequestCpus = ifThenElse(...)`) skipped."""
+    """The first of `names` that holds a number; expressions (e.g. `RequestCpus = ifThenElse(...)`) skipped.
+
+    So are `inf` and `nan` (float() reads them, ClassAd does not: there they are attribute references), which
+    would otherwise reach int() and raise out of the parser."""
     for name in names:
         raw = ad.get(name.lower())
         if raw is None:
             continue
         try:
-            return float(raw)
+            value = float(raw)
         except ValueError:
             continue
+        if math.isfinite(value):
+            return value
     return None
 
 
@@ -105,7 +115,7 @@ def token_group(ad: dict[str, str]) -> str:
 
 
 def is_true(ad: dict[str, str], name: str) -> bool:
-    return ad.get(name.lower(), "").strip().lower() == "true"
+    return ad.get(name.lower(), "").strip().lower() == "true"  # values are kept unstripped: strip when read
 
 
 class HTCondorHistoryParser(Parser):
@@ -135,50 +145,81 @@ class HTCondorHistoryParser(Parser):
                 yield record
 
 
+BLOCK_BYTES = 8 * 1024 * 1024
+MAX_AD_BYTES = 64 * 1024 * 1024
+SEPARATOR = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or blank line
+
+
 def iter_ads(stream: BinaryIO) -> Iterator[tuple[int, dict[str, str]] | Rejection]:
     """Split a history stream into ads: (first line, {lower-case name: raw value text}).
 
     An ad ends at a `***` banner line, a blank line or the end of the file. An ad with an unreadable line
-    (not `Name = value`, not UTF-8, over-long) is rejected whole, naming that line.
+    (not `Name = value`, not UTF-8, over 1 MiB) is rejected whole, naming that line. The stream is read in
+    8 MiB blocks and split into ads with one regular expression that starts with a literal newline (so
+    the regex engine skips from newline to newline); each ad is decoded once and split with str.partition.
+    An ad larger than 64 MiB is rejected without being held whole.
     """
-    lines: list[bytes] = []
-    first = 0
-    problem: Rejection | None = None
-    for number_, raw in iter_lines(stream):
-        if raw is None:
-            problem = problem or Rejection(number_, "line longer than 1 MiB")
-            if not lines:
-                first = number_
-            lines.append(b"")
-            continue
-        if raw.startswith(b"***") or not raw.strip():
-            if lines:
-                yield problem or build_ad(lines, first)
-            lines, problem = [], None
-            continue
-        if not lines:
-            first = number_
-        if len(lines) >= MAX_AD_LINES:
-            problem = problem or Rejection(number_, f"ad longer than {MAX_AD_LINES} lines")
-            continue
-        lines.append(raw)
-    if lines:
-        yield problem or build_ad(lines, first)
+    buffer = b"\n"  # a virtual newline before the first line: every line then follows a "\n"
+    newlines = 0  # newlines (the virtual one included) before buffer[0]
+    skipping = False
+    at_end = False
+    while not at_end:
+        block = stream.read(BLOCK_BYTES)
+        at_end = not block
+        buffer += block
+        position = 0  # buffer[position] is the newline before the pending ad
+        counted, line = 0, newlines  # newlines in buffer[:counted] are in `line`
+        for match in SEPARATOR.finditer(buffer):
+            if match.end() == len(buffer) and not at_end:
+                break  # the separator line may continue in the next block
+            if match.start() > position:
+                line += buffer.count(b"\n", counted, position + 1)
+                counted = position + 1
+                if skipping:
+                    skipping = False
+                else:
+                    yield parse_ad(buffer[position + 1 : match.start()], line)
+            position = match.end()
+        if at_end and position < len(buffer) and buffer[position:].strip() and not skipping:
+            line += buffer.count(b"\n", counted, position + 1)
+            yield parse_ad(buffer[position + 1 :], line)
+            return
+        newlines += buffer.count(b"\n", 0, position)
+        buffer = buffer[position:]
+        if len(buffer) > MAX_AD_BYTES:
+            if not skipping:
+                yield Rejection(newlines + 1, f"ad longer than {MAX_AD_BYTES // (1024 * 1024)} MiB")
+            skipping = True
+            cut = buffer.rfind(b"\n")
+            newlines += buffer.count(b"\n", 0, cut)
+            buffer = buffer[cut:]
 
 
-def build_ad(lines: list[bytes], first: int) -> tuple[int, dict[str, str]] | Rejection:
+def parse_ad(chunk: bytes, first: int) -> tuple[int, dict[str, str]] | Rejection:
+    """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line."""
+    if len(chunk) > MAX_LINE_BYTES:
+        for offset, raw in enumerate(chunk.split(b"\n")):
+            if len(raw) > MAX_LINE_BYTES:
+                return Rejection(first + offset, "line longer than 1 MiB")
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = chunk.count(b"\n", 0, exc.start)
+        column = exc.start - (chunk.rfind(b"\n", 0, exc.start) + 1)
+        return Rejection(first + offset, f"not UTF-8 (byte 0x{chunk[exc.start]:02x} at column {column + 1})")
+    if text.count("\n") >= MAX_AD_LINES:
+        return Rejection(first + MAX_AD_LINES, f"ad longer than {MAX_AD_LINES} lines")
+    # The fast path, C-level over the lines: every line `Name = value` (values are stripped when read).
+    parts = list(map(PARTITION, text.rstrip("\n").split("\n")))
+    names = "\n".join(map(NAME_OF, parts))
+    if "" not in map(SEP_OF, parts) and NAME_LINES.fullmatch(names):
+        return first, dict(zip(names.lower().split("\n"), map(VALUE_OF, parts), strict=True))
     ad: dict[str, str] = {}
-    for offset, raw in enumerate(lines):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return Rejection(first + offset, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
-        name, sep, value = line.partition(" = ")
-        if not sep:
-            name, sep, value = line.partition("=")
+    for offset, raw in enumerate(text.rstrip("\n").split("\n")):  # other spacing around `=`, or a bad line
+        name, sep, value = raw.partition("=")
         name = name.strip()
         if not sep or not ATTRIBUTE_NAME.match(name):
-            return Rejection(first + offset, f"not a ClassAd attribute line: {line[:80]!r}")
+            return Rejection(first + offset, f"not a ClassAd attribute line: {raw[:80]!r}")
         ad[name.lower()] = value.strip()
     return first, ad
 

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
@@ -34,6 +34,26 @@ RUN_FIELDS = {
     "global_job_id", "start", "end", "cores", "memory_mb", "gpus", "exit_code", "exit_signal",
     "badput_preemption", "badput_draining", "starter_exit_status",
 }  # fmt: skip
+STAGE_COLUMNS = [
+    "kind", "natural_key", "record_hash", "source_format", "bundle_id", "source_file", "source_line", "site_id",
+    "resource_id", "vo_id", "person_id", "project_id", "fqan", "local_user", "pilot_ref", "start", "end",
+    "wall_seconds", "cores", "memory_mb", "gpus", "cpu_user_seconds", "cpu_sys_seconds", "exit_code", "exit_signal",
+    "void", "created", "updated",
+]  # fmt: skip
+STAGE_COLUMN_LIST = ", ".join(f'"{name}"' for name in STAGE_COLUMNS)
+STAGE_TABLE = (
+    "CREATE TEMP TABLE IF NOT EXISTS gl_stage ON COMMIT DELETE ROWS AS "
+    f"SELECT {STAGE_COLUMN_LIST} FROM accounting_usagerecord WITH NO DATA"
+)
+_RANK_SQL = "CASE {} " + " ".join(f"WHEN '{name}' THEN {rank}" for name, rank in SOURCE_RANK.items()) + " ELSE 1 END"
+_CHANGED = [name for name in STAGE_COLUMNS if name not in ("natural_key", "void", "created")]
+UPSERT = (
+    f"INSERT INTO accounting_usagerecord AS u ({STAGE_COLUMN_LIST}) SELECT {STAGE_COLUMN_LIST} FROM gl_stage "
+    "ON CONFLICT (natural_key) DO UPDATE SET " + ", ".join(f'"{name}" = EXCLUDED."{name}"' for name in _CHANGED) + " "
+    "WHERE u.record_hash <> EXCLUDED.record_hash "
+    f"AND {_RANK_SQL.format('u.source_format')} <= {_RANK_SQL.format('EXCLUDED.source_format')} "
+    "RETURNING u.id, u.natural_key, (u.xmax = 0)"
+)
 UPDATE_FIELDS = [
     "kind", "record_hash", "source_format", "bundle", "source_file", "source_line", "site", "resource", "vo",
     "person", "project", "fqan", "local_user", "pilot_ref", "start", "end", "wall_seconds", "cores", "memory_mb",
@@ -130,6 +150,53 @@ class RecordLoader:
             if previous is not None:
                 self.counts.updated += 1
             latest[record.natural_key] = (record, filename, digest)
+        self.dimensions.resolve([record for record, _, _ in latest.values()])
+        upsert = self._upsert_copy if connection.vendor == "postgresql" else self._upsert_orm
+        pks = upsert(latest)
+        pilots = {key: latest[key][0].pilot for key in pks if latest[key][0].pilot is not None}
+        if pilots:
+            metrics = {key: {k: v for k, v in latest[key][0].extra.items() if k != "runs"} for key in pilots}
+            self._write_pilots(pilots, pks, metrics)
+        runs = {key: latest[key][0].extra["runs"] for key in pks if "runs" in latest[key][0].extra}
+        if runs:
+            self._write_runs(runs, pks)
+
+    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
+        """PostgreSQL: COPY the batch into a staging table, then one INSERT ... ON CONFLICT DO UPDATE.
+
+        Returns {natural key: id} of the rows inserted or changed."""
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(STAGE_TABLE)
+            cursor.execute("TRUNCATE gl_stage")
+            with cursor.cursor.copy(f"COPY gl_stage ({STAGE_COLUMN_LIST}) FROM STDIN") as copy:
+                for record, filename, digest in latest.values():
+                    copy.write_row(self._values(record, filename, digest, now))
+            # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
+            # written by an earlier attempt at it (a worker killed half-way): they count as inserted.
+            cursor.execute(
+                """SELECT min(u.start) FILTER (WHERE u.record_hash <> s.record_hash),
+                          max(u."end") FILTER (WHERE u.record_hash <> s.record_hash),
+                          count(*) FILTER (WHERE u.record_hash = s.record_hash AND u.bundle_id = %s)
+                   FROM gl_stage s JOIN accounting_usagerecord u ON u.natural_key = s.natural_key""",
+                [self.bundle_id],
+            )
+            old_first, old_last, ours = cursor.fetchone()
+            cursor.execute(UPSERT)
+            written = cursor.fetchall()
+        inserted = sum(1 for _, _, new in written if new)
+        self.counts.inserted += inserted + ours
+        self.counts.updated += len(written) - inserted
+        self.counts.duplicates += len(latest) - len(written) - ours
+        if old_first is not None:
+            self.counts.touch(old_first, old_last)
+        for _, key, _ in written:
+            record = latest[key][0]
+            self.counts.touch(record.start, record.end)
+        return {key: pk for pk, key, _ in written}
+
+    def _upsert_orm(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
+        """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""
         existing = {
             key: (pk, digest, start, end, bundle_id, source)
             for key, pk, digest, start, end, bundle_id, source in UsageRecord.objects.filter(
@@ -137,16 +204,12 @@ class RecordLoader:
             ).values_list("natural_key", "pk", "record_hash", "start", "end", "bundle_id", "source_format")
         }
         rank = SOURCE_RANK.get(self.source_format, 1)
-        self.dimensions.resolve([record for record, _, _ in latest.values()])
         now = timezone.now()
         inserts: list[UsageRecord] = []
         updates: list[UsageRecord] = []
-        pilots: dict[str, object] = {}
-        runs: dict[str, list[dict]] = {}
         for key, (record, filename, digest) in latest.items():
             old = existing.get(key)
             if old is not None and old[1] == digest:
-                # An identical row. If this very bundle wrote it (a re-run after a killed worker), it is ours.
                 if old[4] is not None and old[4] == self.bundle_id:
                     self.counts.inserted += 1
                 else:
@@ -155,61 +218,33 @@ class RecordLoader:
             if old is not None and SOURCE_RANK.get(old[5], 1) > rank:
                 self.counts.duplicates += 1  # a better source already described this pilot
                 continue
-            row = self._row(record, filename, digest)
+            row = UsageRecord(**dict(zip(STAGE_COLUMNS, self._values(record, filename, digest, now), strict=True)))
             self.counts.touch(record.start, record.end)
             if old is None:
                 inserts.append(row)
                 self.counts.inserted += 1
             else:
                 row.pk = old[0]
-                row.updated = now
                 updates.append(row)
                 self.counts.touch(old[2], old[3])
                 self.counts.updated += 1
-            if record.pilot is not None:
-                pilots[key] = record.pilot
-            if "runs" in record.extra:
-                runs[key] = record.extra["runs"]
         if inserts:
             UsageRecord.objects.bulk_create(inserts)
         if updates:
             UsageRecord.objects.bulk_update(updates, UPDATE_FIELDS)
-        pks = {row.natural_key: row.pk for row in inserts + updates}
-        if pilots:
-            metrics = {key: {k: v for k, v in latest[key][0].extra.items() if k != "runs"} for key in pilots}
-            self._write_pilots(pilots, pks, metrics)
-        if runs:
-            self._write_runs(runs, pks)
+        return {row.natural_key: row.pk for row in inserts + updates}
 
-    def _row(self, record: ParsedRecord, filename: str, digest: str) -> UsageRecord:
-        ids = self.dimensions
-        return UsageRecord(
-            kind=record.kind,
-            natural_key=record.natural_key,
-            record_hash=digest,
-            source_format=self.source_format,
-            bundle_id=self.bundle_id,
-            source_file=filename[:500],
-            source_line=record.line or None,
-            site_id=ids.id("site", record.site),
-            resource_id=ids.id("resource", record.resource),
-            vo_id=ids.id("vo", record.vo),
-            person_id=ids.id("person", record.person),
-            project_id=ids.id("project", record.project),
-            fqan=record.fqan[:500],
-            local_user=record.local_user[:200],
-            pilot_ref=record.pilot_ref[:500],
-            start=record.start,
-            end=record.end,
-            wall_seconds=record.wall_seconds,
-            cores=record.cores,
-            memory_mb=record.memory_mb,
-            gpus=record.gpus,
-            cpu_user_seconds=record.cpu_user_seconds,
-            cpu_sys_seconds=record.cpu_sys_seconds,
-            exit_code=record.exit_code,
-            exit_signal=record.exit_signal,
-        )
+    def _values(self, record: ParsedRecord, filename: str, digest: str, now) -> tuple:
+        """The row of a record, in STAGE_COLUMNS order."""
+        ids = self.dimensions.ids
+        return (
+            record.kind, record.natural_key, digest, self.source_format, self.bundle_id, filename[:500],
+            record.line or None, ids["site"].get(record.site), ids["resource"].get(record.resource),
+            ids["vo"].get(record.vo), ids["person"].get(record.person), ids["project"].get(record.project),
+            record.fqan[:500], record.local_user[:200], record.pilot_ref[:500], record.start, record.end,
+            record.wall_seconds, record.cores, record.memory_mb, record.gpus, record.cpu_user_seconds,
+            record.cpu_sys_seconds, record.exit_code, record.exit_signal, False, now, now,
+        )  # fmt: skip
 
     def _write_runs(self, runs: dict[str, list[dict]], pks: dict[str, int]) -> None:
         """Replace the job runs of these pilots (a re-send carries the whole list again)."""

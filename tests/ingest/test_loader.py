@@ -8,6 +8,14 @@ from ingest.parsers.base import ParsedRecord, PilotInfo
 from ingest.services.loader import RecordLoader
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=["copy", "orm"], autouse=True)
+def write_path(request, monkeypatch):
+    """Every loader test runs through both write paths: COPY + upsert (PostgreSQL) and the ORM (SQLite demo)."""
+    if request.param == "orm":
+        monkeypatch.setattr(RecordLoader, "_upsert_copy", RecordLoader._upsert_orm)
+    return request.param
 T0 = datetime(2024, 3, 10, 8, tzinfo=timezone.utc)
 
 
@@ -43,3 +51,26 @@ def test_job_runs_are_stored_and_replaced_on_resend():
     assert PilotJobRun.objects.count() == 2
     load("gwms-glidein", pilot(5, [run]))
     assert list(PilotJobRun.objects.values_list("global_job_id", "cores")) == [("ap#1.0#1", 2)]
+
+
+def test_counts_and_rows_agree_between_paths_for_inserts_updates_duplicates_and_reruns():
+    first = pilot(5)
+    loader = RecordLoader(7, "htcondor-history")
+    for record in (first, pilot(5), pilot(6)):  # insert, duplicate in batch, changed re-send in batch
+        loader.add(record, "f")
+    loader.flush()
+    assert (loader.counts.inserted, loader.counts.updated, loader.counts.duplicates) == (1, 1, 1)
+    assert UsageRecord.objects.get().wall_seconds == 6 * 3600
+    from ingest.models import Bundle
+
+    Bundle.objects.create(pk=7, original_name="x", stored_path="x", sha256="0" * 64)
+    UsageRecord.objects.update(bundle_id=7)
+    rerun = RecordLoader(7, "htcondor-history")  # the same bundle again, e.g. after a killed worker
+    rerun.add(pilot(6), "f")
+    rerun.flush()
+    assert (rerun.counts.inserted, rerun.counts.duplicates) == (1, 0)
+    other = RecordLoader(8, "htcondor-history")
+    other.add(pilot(6), "f")
+    other.flush()
+    assert (other.counts.inserted, other.counts.duplicates) == (0, 1)
+    assert (other.counts.first_day, other.counts.last_day) == (None, None)
