@@ -7,12 +7,13 @@ Snapshots give categories 7 and 8. Rows are kept by (day, site, resource, VO, ca
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncMonth, TruncQuarter, TruncWeek, TruncYear
+from django.utils.dateparse import parse_datetime
 
 from accounting.choices import Category, RecordKind
 from accounting.models import CapacitySnapshot, CategoryDaily, Frontend, PilotJobRun, UsageRecord
@@ -51,10 +52,17 @@ def _runs(first: date, last: date) -> dict[int, list[Run]]:
     from_startd = set(runs)
     with connection.cursor() as cursor:
         cursor.execute(LINKED_PAYLOADS, [hi, lo, hi, lo])
-        for pilot_id, *values in cursor.fetchall():
+        for pilot_id, start, end, *values in cursor.fetchall():
             if pilot_id not in from_startd:
-                runs[pilot_id].append(Run(*values))
+                runs[pilot_id].append(Run(as_utc(start), as_utc(end), *values))
     return runs
+
+
+def as_utc(value) -> datetime:
+    """A raw-cursor timestamp as an aware UTC datetime (SQLite's cursor gives naive ones, or text)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 def rebuild_categories(first: date, last: date) -> int:

@@ -142,3 +142,12 @@ def test_categories_sum_to_cores_and_gpus_times_life(case):
     assert sum(v[0] for v in totals.values()) == pytest.approx(pilot.cores * life, rel=1e-9, abs=1e-6)
     assert sum(v[1] for v in totals.values()) == pytest.approx(pilot.gpus * life, rel=1e-9, abs=1e-6)
     assert all(v[0] >= -1e-9 and v[1] >= -1e-9 for v in totals.values())
+
+
+def test_raw_cursor_timestamps_become_aware_utc():
+    from accounting.services.categories import as_utc
+
+    aware = at(10)
+    assert as_utc(aware.replace(tzinfo=None)) == aware
+    assert as_utc("2024-03-10 10:00:00") == aware
+    assert as_utc(aware) is aware
