@@ -1,9 +1,7 @@
 """The categories page: the eight categories of pilot time over time as a stacked chart, and a table."""
-import json
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Max
 from django.shortcuts import render
 from django.urls import reverse
@@ -12,9 +10,10 @@ from accounting.choices import Category
 from accounting.services.categories import build_category_query, category_rows
 from accounting.services.reports import QueryError
 from portal.api.categories import visible_categories
+from portal.views.access import requires
 
 
-@login_required
+@requires("aggregates")
 def categories_page(request):
     base = visible_categories(request.user)
     params = request.GET.copy()
@@ -47,6 +46,6 @@ def categories_page(request):
     return render(request, "portal/categories.html", {
         "rows": rows, "error": error, "query": query, "params": params, "csv_url": csv_url, "totals": totals,
         "grand_total": sum(totals.values()), "estimated": any(r["estimated"] for r in rows),
-        "chart_json": json.dumps({"periods": periods, "series": series}),
+        "chart": {"periods": periods, "series": series},
         "periods_choices": ["day", "week", "month", "quarter", "year"],
     })  # fmt: skip

@@ -1,5 +1,4 @@
 """The usage-by-site page: a stacked bar chart per day, the same rows as a table, and a CSV link."""
-import json
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -55,7 +54,7 @@ def usage_by_site(request):
             "query": query,
             "error": error,
             "rows": rows,
-            "chart_json": json.dumps(chart),
+            "chart": chart,
             "csv_url": csv_url,
             "totals": totals,
             "start": params.get("start", ""),

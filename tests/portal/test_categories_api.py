@@ -69,3 +69,21 @@ def test_who_may_see_categories(client, council, rows):
     assert page.status_code == 200
     html = page.content.decode()
     assert "Pilot goodput" in html and "core-hours" in html and "estimated" in html
+
+
+def chart_data(html: str, element_id: str):
+    import json
+    import re
+
+    match = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', html, re.S)
+    return json.loads(match.group(1))
+
+
+def test_the_page_embeds_chart_data_as_an_object_the_script_can_draw(client, council, rows):
+    client.force_login(council)
+    html = client.get(reverse("categories"), {"start": "2024-03-01", "end": "2024-05-01", "period": "month"}).content.decode()
+    data = chart_data(html, "category-data")
+    assert data["periods"] == ["2024-03-01", "2024-04-01"]
+    goodput = next(s for s in data["series"] if s["name"] == "Pilot goodput")
+    assert goodput["values"] == [7.5, 0.0]
+    assert 'value="2024-03-01"' in html  # date inputs carry ISO dates
