@@ -26,3 +26,31 @@ def ingest_bundle_task(self, bundle_id: int) -> int:
 def queue_ingest(bundle_id: int) -> None:
     """Queue a bundle's ingest once the transaction that created it commits (ids, not objects)."""
     transaction.on_commit(lambda: ingest_bundle_task.delay(bundle_id))
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def pull_source_task(self, source_id: int) -> dict | None:
+    """Pull a source (beat, or "pull now" in admin), then queue the rebuild of the days its bundles touched.
+
+    Redelivered after a lost worker, it takes its own claim back and finishes the interrupted bundles.
+    """
+    from accounting.tasks import rebuild_days
+    from ingest.models import Source
+    from ingest.services.sources import pull
+
+    try:
+        result = pull(source_id, token=self.request.id)
+    except Source.DoesNotExist:
+        return None  # deleted since beat or an admin queued it
+    for first, last in result.ranges:
+        _queue_rebuild(rebuild_days, first.isoformat(), last.isoformat())
+    return result.as_dict()
+
+
+def _queue_rebuild(task, first: str, last: str) -> None:
+    transaction.on_commit(lambda: task.delay(first, last))
+
+
+def queue_pull(source_id: int) -> None:
+    """Queue a pull of the source once the current transaction commits."""
+    transaction.on_commit(lambda: pull_source_task.delay(source_id))

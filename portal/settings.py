@@ -121,6 +121,8 @@ MEDIA_ROOT = VAR_DIR / "media"
 # Uploaded and pulled bundles are kept here for ever (re-parse after a fix), named by sha256.
 BUNDLE_STORE = Path(os.environ.get("GRIDLEDGER_BUNDLE_STORE", VAR_DIR / "bundles"))
 BUNDLE_MAX_UPLOAD_BYTES = int(os.environ.get("GRIDLEDGER_MAX_UPLOAD_BYTES", 512 * 1024 * 1024))
+# Directories that glob sources (ingest.Source) may read below, os.pathsep-separated; empty: none.
+GRIDLEDGER_SOURCE_ROOTS = [p for p in os.environ.get("GRIDLEDGER_SOURCE_ROOTS", "").split(os.pathsep) if p.strip()]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 

@@ -175,13 +175,13 @@ class RecordLoader:
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
             # written by an earlier attempt at it (a worker killed half-way): they count as inserted.
             cursor.execute(
-                """SELECT min(u.start) FILTER (WHERE u.record_hash <> s.record_hash),
-                          max(u."end") FILTER (WHERE u.record_hash <> s.record_hash),
-                          count(*) FILTER (WHERE u.record_hash = s.record_hash AND u.bundle_id = %s)
+                """SELECT min(u.start) FILTER (WHERE u.record_hash <> s.record_hash OR u.bundle_id = %(bundle)s),
+                          max(u."end") FILTER (WHERE u.record_hash <> s.record_hash OR u.bundle_id = %(bundle)s),
+                          count(*) FILTER (WHERE u.record_hash = s.record_hash AND u.bundle_id = %(bundle)s)
                    FROM gl_stage s JOIN accounting_usagerecord u ON u.natural_key = s.natural_key""",
-                [self.bundle_id],
+                {"bundle": self.bundle_id},
             )
-            old_first, old_last, ours = cursor.fetchone()
+            old_first, old_last, ours = cursor.fetchone()  # old days of changed rows and of our own earlier rows
             cursor.execute(UPSERT)
             written = cursor.fetchall()
         inserted = sum(1 for _, _, new in written if new)
@@ -211,7 +211,8 @@ class RecordLoader:
             old = existing.get(key)
             if old is not None and old[1] == digest:
                 if old[4] is not None and old[4] == self.bundle_id:
-                    self.counts.inserted += 1
+                    self.counts.inserted += 1  # written by an earlier attempt at this bundle: its days still count
+                    self.counts.touch(record.start, record.end)
                 else:
                     self.counts.duplicates += 1
                 continue

@@ -69,6 +69,7 @@ def test_counts_and_rows_agree_between_paths_for_inserts_updates_duplicates_and_
     rerun.add(pilot(6), "f")
     rerun.flush()
     assert (rerun.counts.inserted, rerun.counts.duplicates) == (1, 0)
+    assert (rerun.counts.first_day, rerun.counts.last_day) == (T0.date(), T0.date())  # its days get rebuilt
     other = RecordLoader(8, "htcondor-history")
     other.add(pilot(6), "f")
     other.flush()
