@@ -130,7 +130,9 @@ class HTCondorHistoryParser(Parser):
         return attrs >= 3 and attrs + banners >= 0.8 * len(lines[:-1] or lines)
 
     def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | Rejection]:
+        empty = True
         for item in iter_ads(stream):
+            empty = False
             if isinstance(item, Rejection):
                 yield item
                 continue
@@ -143,6 +145,8 @@ class HTCondorHistoryParser(Parser):
                 continue
             if record is not None:
                 yield record
+        if empty:
+            yield Rejection(None, "empty file: no job ads")
 
 
 BLOCK_BYTES = 8 * 1024 * 1024

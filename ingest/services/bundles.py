@@ -3,21 +3,25 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from django.db import connection
 from django.utils import timezone
 
 from ingest.models import Bundle, BundleError
 from ingest.parsers import DETECT_BYTES, ParseContext, Rejection, detect_format, get_parser
 from ingest.services import store
 from ingest.services.loader import RecordLoader
-from ingest.services.members import ArchiveRejected, Member, open_member, plan
+from ingest.services.members import ArchiveRejected, Member, close_archives, open_member, plan
 from ingest.services.side_loader import SideLoader, handles
 
 logger = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 10_000
+MAX_ERR_BYTES = 64 * 1024 * 1024
+BUNDLE_LOCK_CLASS = 0x62756E64  # "bund": advisory-lock namespace of bundle ingests
 PROGRESS_EVERY = 5000
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
@@ -98,8 +102,37 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
 
     Idempotent: running it again (e.g. after a worker died half-way) starts the counts afresh, and rows
     the earlier attempt wrote are recognised as this bundle's own. Ends `done` when any record was read,
-    `failed` when nothing could be read.
+    `failed` when nothing could be read. A second delivery while a worker is still ingesting the same
+    bundle (PostgreSQL advisory lock held) returns at once and leaves that run alone.
     """
+    with _claim(bundle_id) as claimed:
+        if not claimed:
+            logger.warning("bundle %s is being ingested by another worker; this delivery does nothing", bundle_id)
+            return Bundle.objects.get(pk=bundle_id)
+        try:
+            return _ingest(bundle_id, progress)
+        finally:
+            close_archives()
+
+
+@contextmanager
+def _claim(bundle_id: int):
+    """A session-level advisory lock on the bundle (released when the run ends or its worker dies)."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle_id])
+        claimed = cursor.fetchone()[0]
+    try:
+        yield claimed
+    finally:
+        if claimed:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle_id])
+
+
+def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
     bundle = Bundle.objects.get(pk=bundle_id)
     Bundle.objects.filter(pk=bundle_id).update(
         status=Bundle.Status.RUNNING, started_at=timezone.now(), finished_at=None, records_read=0,
@@ -120,9 +153,9 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
         errors.add(bundle.original_name, None, str(exc))
         members, kind = [], "file"
     display_prefix = "" if kind == "file" else f"{bundle.original_name}:"
-    names = {member.name for member in members}
+    by_name = {member.name: member for member in members}
     for member in members:
-        if member.name.endswith(".err") and member.name[: -len(".err")] + ".out" in names:
+        if member.name.endswith(".err") and member.name[: -len(".err")] + ".out" in by_name:
             continue  # read with its job.N.M.out by the glidein parser
         display = bundle.original_name if kind == "file" else f"{display_prefix}{member.name}"
         if member.problem:
@@ -140,7 +173,8 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
                 loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name))
                 side = loaders.setdefault(f"{parser.name}:side", SideLoader(bundle.pk))
                 stream = _Rewound(head, stream)
-                for item in parser.parse(stream, member.name, context, **parser_extras(path, kind, member, parser, context)):
+                extras = parser_extras(path, kind, member, parser, context, by_name)
+                for item in _contained(parser.parse(stream, member.name, context, **extras), errors, display):
                     if isinstance(item, Rejection):
                         errors.add(display, item.line, item.reason)
                         continue
@@ -153,7 +187,6 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
                         _save_progress(bundle, read, errors, loaders, done_bytes + stream.position)
                         if progress:
                             progress(done_bytes + stream.position, bundle.size_bytes)
-                loader.flush()
         except (ArchiveRejected, OSError, EOFError) as exc:
             errors.add(display, None, f"could not read: {exc}")
         done_bytes += member.size
@@ -184,21 +217,30 @@ def ingest_bundle(bundle_id: int, progress: Progress | None = None) -> Bundle:
     return bundle
 
 
-def parser_extras(path: Path, kind: str, member, parser, context: ParseContext) -> dict:
+def parser_extras(path: Path, kind: str, member: Member, parser, context: ParseContext, by_name: dict) -> dict:
     """What a parser reads beside its file: the glidein's `.err` next to its `job.N.M.out`; the factory
     schedd for `completed_jobs` lines."""
     if parser.name == "gwms-completed":
         return {"schedd": context.schedd}
-    if parser.name != "gwms-glidein" or not member.name.endswith(".out"):
-        return {}
-    err_name = member.name[: -len(".out")] + ".err"
-    if kind == "file":
+    if parser.name != "gwms-glidein" or not member.name.endswith(".out") or kind == "file":
         return {}  # a single uploaded file has no siblings; directories and archives do
-    try:
-        with open_member(path, kind, Member(err_name, 0)) as handle:
-            return {"sibling_err": io.BytesIO(handle.read(64 * 1024 * 1024))}
-    except (KeyError, ArchiveRejected, OSError):
+    err = by_name.get(member.name[: -len(".out")] + ".err")
+    if err is None or err.problem:
         return {}
+    try:
+        with open_member(path, kind, err) as handle:
+            return {"sibling_err": io.BytesIO(handle.read(MAX_ERR_BYTES))}
+    except (ArchiveRejected, OSError, EOFError):
+        return {}
+
+
+def _contained(items: Iterator, errors: _ErrorSink, display: str) -> Iterator:
+    """A parser's items; a parser bug ends that one file with a rejection instead of sinking the bundle."""
+    try:
+        yield from items
+    except Exception as exc:  # noqa: BLE001 - any parser failure is reported and the bundle goes on
+        logger.exception("parser failed on %s", display)
+        errors.add(display, None, f"internal error reading this file ({type(exc).__name__}: {exc}); the records before it were kept")
 
 
 def mark_failed(bundle_id: int, message: str) -> None:

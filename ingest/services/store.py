@@ -50,9 +50,10 @@ def save_stream(stream: BinaryIO, max_bytes: int | None = None) -> tuple[str, st
 
 
 def save_path(path: Path) -> tuple[str, str, int]:
-    """Store a local file, or a directory as an uncompressed tar of its regular files."""
+    """Store a local file, or a directory as an uncompressed tar of its regular files (spooled inside the
+    store, never in TMPDIR: a directory bundle can be as large as the data it holds)."""
     if path.is_dir():
-        with tempfile.TemporaryFile() as tmp:
+        with tempfile.TemporaryFile(dir=store_root(), prefix=".incoming-") as tmp:
             import tarfile
 
             with tarfile.open(fileobj=tmp, mode="w") as tar:

@@ -150,3 +150,40 @@ def test_ingest_command_fails_for_unreadable_paths(bundle_store, write, tmp_path
         call_command("ingest", str(tmp_path / "missing"))
     with pytest.raises(CommandError):
         call_command("ingest", str(write("junk", b"\x00\x01garbage")))
+
+
+def test_a_parser_crash_rejects_that_file_and_keeps_the_bundle_going(bundle_store, tmp_path, monkeypatch):
+    from ingest.parsers.htcondor_history import HTCondorHistoryParser
+
+    real = HTCondorHistoryParser.parse
+
+    def crashing(self, stream, filename, context, **kwargs):
+        for number, item in enumerate(real(self, stream, filename, context, **kwargs)):
+            if filename.endswith("bad") and number == 1:
+                raise RuntimeError("parser bug")
+            yield item
+
+    monkeypatch.setattr(HTCondorHistoryParser, "parse", crashing)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "bad").write_text(history((1, 60, 1, 1700003600), (2, 60, 1, 1700003600)))
+    (tmp_path / "d" / "good").write_text(history((3, 60, 1, 1700003600)))
+    bundle = ingest(tmp_path / "d")
+    assert (bundle.status, bundle.records_inserted, bundle.rejected) == ("done", 2, 1)
+    (error,) = bundle.errors.all()
+    assert error.file.endswith(":bad") and "internal error" in error.reason and "RuntimeError: parser bug" in error.reason
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_delivery_leaves_a_running_ingest_alone(bundle_store, write):
+    import psycopg
+    from django.db import connection
+
+    from ingest.services.bundles import BUNDLE_LOCK_CLASS
+
+    bundle = create_bundle_from_path(write("h", history((1, 60, 1, 1700003600))))
+    db = connection.settings_dict
+    with psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"], autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle.pk])  # a worker is on it
+        assert ingest_bundle(bundle.pk).status == "queued"
+        assert not UsageRecord.objects.exists()
+    assert ingest_bundle(bundle.pk).records_inserted == 1
