@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_ENV := DJANGO_DEBUG=1 DATABASE_URL= REDIS_URL=
 
-.PHONY: venv demo test lint services bench-ingest bench-summaries clean
+.PHONY: venv demo test lint services browser bench-ingest bench-summaries bench-portal bench-quotas clean
 
 venv: $(VENV)/.installed
 
@@ -23,7 +23,10 @@ demo: venv
 services:
 	bash scripts/services.sh
 
-test: venv services
+browser:
+	bash scripts/browser.sh
+
+test: venv services browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q
 
@@ -35,6 +38,12 @@ bench-ingest: venv services
 
 bench-summaries: venv services
 	$(PY) bench/summaries.py
+
+bench-portal: venv services
+	$(PY) bench/portal.py
+
+bench-quotas: venv services
+	$(PY) bench/quotas.py
 
 clean:
 	rm -rf $(VENV) var

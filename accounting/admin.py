@@ -147,3 +147,6 @@ class PilotJobRunAdmin(admin.ModelAdmin):
     list_filter = ["badput_preemption", "badput_draining"]
     search_fields = ["global_job_id", "pilot__natural_key"]
     raw_id_fields = ["pilot"]
+
+
+from accounting import admin_reconciliation  # noqa: E402,F401  quotas, corrections, audit log, record actions

@@ -75,6 +75,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.context_processors.scope",
             ],
         },
     },
@@ -95,7 +96,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "usage-by-site"
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -136,6 +137,20 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task whose worker died (SIGKILL, OOM, power) is never acknowledged (acks_late); Redis hands it to another
+# worker once it has been unacknowledged for kombu's `visibility_timeout` (default 1 hour, swept every ~100 s),
+# which must exceed the longest task or a task still running is delivered twice. Tests set
+# GRIDLEDGER_VISIBILITY_TIMEOUT (seconds) to see it within seconds; the unacknowledged messages are then kept
+# under the queue's own keys, so that the short timeout never touches another worker's tasks.
+if os.environ.get("GRIDLEDGER_VISIBILITY_TIMEOUT"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ["GRIDLEDGER_VISIBILITY_TIMEOUT"]),
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+        "unacked_key": f"unacked:{CELERY_TASK_DEFAULT_QUEUE}",
+        "unacked_index_key": f"unacked_index:{CELERY_TASK_DEFAULT_QUEUE}",
+        "unacked_mutex_key": f"unacked_mutex:{CELERY_TASK_DEFAULT_QUEUE}",
+    }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
@@ -178,6 +193,23 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # Accounting rules (DOMAIN.md).
 GRIDLEDGER_EARLY_WINDOW_SECONDS = int(os.environ.get("GRIDLEDGER_EARLY_WINDOW_SECONDS", 600))
 GRIDLEDGER_MAX_DAY_RANGE = int(os.environ.get("GRIDLEDGER_MAX_DAY_RANGE", 400))
+# Reports (portal): open the aggregate dashboard to anonymous visitors (no person-level data on it).
+GRIDLEDGER_PUBLIC_SUMMARY = env_bool("GRIDLEDGER_PUBLIC_SUMMARY", False)
+# Refresh the month rollup of the summaries after rebuilds (portal/rollups.py; needs `celery beat`).
+CELERY_BEAT_SCHEDULE["refresh-usage-rollups"] = {"task": "portal.tasks.refresh_rollups", "schedule": 60.0}
+# Quotas and reconciliation: quota alerts by Django mail (console in the demo), checks and late corrections by beat.
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 25))
+DEFAULT_FROM_EMAIL = os.environ.get("GRIDLEDGER_FROM_EMAIL", "gridledger@localhost")
+GRIDLEDGER_BASE_URL = os.environ.get("GRIDLEDGER_BASE_URL", "http://127.0.0.1:8000")
+GRIDLEDGER_SILENT_SOURCE_DAYS = int(os.environ.get("GRIDLEDGER_SILENT_SOURCE_DAYS", 3))
+GRIDLEDGER_APEL_INFRASTRUCTURE = os.environ.get("GRIDLEDGER_APEL_INFRASTRUCTURE", "GridLedger")
+CELERY_BEAT_SCHEDULE["check-quotas"] = {"task": "accounting.tasks.check_quotas", "schedule": 600.0}
+CELERY_BEAT_SCHEDULE["apply-active-corrections"] = {"task": "accounting.tasks.apply_corrections", "schedule": 600.0}
 
 LOGGING = {
     "version": 1,

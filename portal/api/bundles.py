@@ -3,9 +3,14 @@ from django.conf import settings
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
+from rest_framework.exceptions import Throttled
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
@@ -13,6 +18,9 @@ from ingest.models import Bundle
 from ingest.parsers import PARSERS
 from ingest.services.bundles import create_bundle
 from ingest.tasks import queue_ingest
+from portal.api.resources import LIST_PARAMETERS, list_response, serializer_for
+from portal.resources import BUNDLES
+from portal.scope import visible_to
 
 MAX_ERRORS_SHOWN = 1000
 
@@ -24,10 +32,23 @@ class CanUpload(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or request.user.has_perm("ingest.add_bundle")
 
 
+class UploadThrottle(ScopedRateThrottle):
+    """The `uploads` rate (GRIDLEDGER_UPLOAD_RATE) per user, read at each request: DRF's own class keeps the
+    rates it found at import, so a changed setting would not apply."""
+
+    PERIODS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+
+    def get_rate(self):
+        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+
+    def describe(self) -> str:
+        count, seconds = self.parse_rate(self.get_rate())
+        return f"{count} upload{'s' if count != 1 else ''} per {self.PERIODS[seconds]}"
+
+
 def visible_bundles(user):
-    """Admins see every bundle; other users the ones they uploaded."""
-    qs = Bundle.objects.all()
-    return qs if user.is_staff else qs.filter(created_by=user)
+    """Admins see every bundle; other users the ones they uploaded (`portal.scope.visible_to`)."""
+    return visible_to(user, Bundle.objects.all())
 
 
 class UploadSerializer(serializers.Serializer):
@@ -64,13 +85,33 @@ class BundleUploadView(APIView):
 
     parser_classes = [MultiPartParser, FormParser]
     permission_classes = [permissions.IsAuthenticated, CanUpload]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [UploadThrottle]
     throttle_scope = "uploads"
+    filter_backends = [DjangoFilterBackend]  # documents the FilterSet's parameters in the schema
+    filterset_class = BUNDLES.filterset
 
+    def get_queryset(self):
+        return Bundle.objects.none()
+
+    def get_throttles(self):
+        return super().get_throttles() if self.request.method == "POST" else []
+
+    def handle_exception(self, exc):
+        """429 in the API's error form, saying the limit and when to retry (also in `Retry-After`)."""
+        if isinstance(exc, Throttled):
+            throttle = UploadThrottle()
+            throttle.scope = self.throttle_scope
+            message = f"too many uploads: the limit is {throttle.describe()} for each user; try again in {exc.wait} s"
+            headers = {"Retry-After": str(exc.wait)} if exc.wait is not None else {}
+            return Response({"error": message, "retry_after": exc.wait}, status=429, headers=headers)
+        return super().handle_exception(exc)
+
+    @extend_schema(operation_id="bundles_list", parameters=LIST_PARAMETERS, filters=True, responses=serializer_for(BUNDLES))
     def get(self, request):
-        bundles = visible_bundles(request.user)[:100]
-        return Response({"results": [BundleSerializer(b).data | {"errors": None} for b in bundles]})
+        """Bundles visible to the user (admins: all; others: their own), filterable, paginated or CSV."""
+        return list_response(request, BUNDLES)
 
+    @extend_schema(request={"multipart/form-data": UploadSerializer}, responses={202: OpenApiTypes.OBJECT})
     def post(self, request):
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > settings.BUNDLE_MAX_UPLOAD_BYTES:
@@ -98,6 +139,8 @@ class BundleUploadView(APIView):
 
 class BundleDetailView(APIView):
     """A bundle's status, counts and rejections (file, line, reason)."""
+
+    serializer_class = BundleSerializer
 
     def get(self, request, pk: int):
         bundle = get_object_or_404(visible_bundles(request.user), pk=pk)

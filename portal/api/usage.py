@@ -1,11 +1,21 @@
-"""`GET /api/v1/usage/`: reported usage by period and dimensions, as JSON or streamed CSV (CONTRACT.md)."""
+"""`GET /api/v1/usage/`: reported usage by period and dimensions, as JSON or streamed CSV (CONTRACT.md).
+
+Besides the contract's parameters it takes the explorer's (`metric`, `chart`, `top`), so an explorer
+URL's query string answers here with the same rows; `top=N` keeps the N largest series and sums the
+rest into "(other)". Person-level queries (group by or filter on `user`) are scoped by role.
+"""
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounting.services.reports import DIMENSIONS, PERIODS, QueryError, build_query, usage_rows
-from portal.exports import csv_response
+from accounting.services.reports import DIMENSIONS, PERIODS, QueryError
+from portal import explorer
+from portal.api.errors import bad_request, person_level_denied
+from portal.api.permissions import CanSeeAggregates
+from portal.exports import csv_response, usage_csv_rows
+from portal.scope import PersonLevelDenied, usage_base
 
 USAGE_PARAMETERS = [
     OpenApiParameter("start", OpenApiTypes.DATE, description="first day (inclusive)"),
@@ -15,27 +25,32 @@ USAGE_PARAMETERS = [
     *[OpenApiParameter(name, str, many=True, description=f"filter on {name} (repeatable)") for name in DIMENSIONS],
     OpenApiParameter("designation", str, description="reported (default), all, payload_unmatched, payload_excess, pilot_residual, ..."),
     OpenApiParameter("format", str, enum=["json", "csv"]),
+    OpenApiParameter("top", int, description="keep the N series (group-by combinations) with the largest totals; the rest sum into '(other)'"),
+    OpenApiParameter("metric", str, enum=list(explorer.METRIC_LABELS), description="metric that ranks series for `top` (explorer)"),
+    OpenApiParameter("chart", str, enum=list(explorer.CHARTS), description="chart type (explorer only; accepted and ignored here)"),
 ]
-
-
-def bad_request(error: QueryError) -> Response:
-    return Response({"error": error.message, "parameter": error.parameter}, status=400)
 
 
 class UsageView(APIView):
     """Rows of reported usage (payload excess and unmatched hours only when asked for by `designation`)."""
 
+    permission_classes = [permissions.IsAuthenticated, CanSeeAggregates]
+
     @extend_schema(parameters=USAGE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         try:
-            query = build_query(request.query_params)
+            query, view = explorer.parse(request.query_params)
+            fmt = request.query_params.get("format") or "json"
+            if fmt not in ("json", "csv"):
+                raise QueryError("format", "must be json or csv")
+            base = usage_base(request.user, query)
         except QueryError as error:
             return bad_request(error)
-        fmt = request.query_params.get("format", "json")
-        if fmt not in ("json", "csv"):
-            return bad_request(QueryError("format", "must be json or csv"))
-        rows = usage_rows(query)
+        except PersonLevelDenied as error:
+            return person_level_denied(error)
         if fmt == "csv":
+            rows = usage_csv_rows(query, base) if view.top is None else explorer.explorer_rows(query, view, base)
             return csv_response(query.columns(), rows, f"usage_{query.start}_{query.end}.csv")
+        rows = explorer.explorer_rows(query, view, base)
         results = list(rows)
         return Response({"columns": query.columns(), "count": len(results), "results": results})

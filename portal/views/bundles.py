@@ -1,15 +1,18 @@
 """Bundle pages: the list with an upload form, and one bundle's live status, counts and rejections."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
+from accounting.services.reports import QueryError
 from ingest.parsers import PARSERS
 from ingest.services.bundles import create_bundle
 from ingest.tasks import queue_ingest
 from portal.api.bundles import visible_bundles
+from portal.listing import filtered, page_of
+from portal.resources import BUNDLES
 
 
 @login_required
@@ -35,8 +38,21 @@ def bundle_list(request):
                 messages.error(request, str(exc))
             else:
                 return redirect("bundle-detail", pk=bundle.pk)
-    page = Paginator(visible_bundles(request.user).select_related("created_by"), 50).get_page(request.GET.get("page"))
-    return render(request, "portal/bundle_list.html", {"page": page, "can_upload": can_upload, "formats": sorted(PARSERS)})
+    error = page = None
+    try:
+        page = page_of(BUNDLES, filtered(request.user, BUNDLES, request.GET), request.GET)
+    except QueryError as exc:
+        error = str(exc)
+    query = request.GET.urlencode()
+    context = {
+        "page": page,
+        "error": error,
+        "can_upload": can_upload,
+        "formats": sorted(PARSERS),
+        "params": request.GET,
+        "csv_url": f"{reverse('api-bundles')}?{query + '&' if query else ''}format=csv",
+    }
+    return render(request, "portal/bundle_list.html", context, status=400 if error else 200)
 
 
 @login_required

@@ -2,7 +2,6 @@
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Max
 from django.shortcuts import render
 from django.urls import reverse
@@ -11,9 +10,10 @@ from accounting.choices import Category
 from accounting.services.categories import build_category_query, category_rows
 from accounting.services.reports import QueryError
 from portal.api.categories import visible_categories
+from portal.views.access import requires
 
 
-@login_required
+@requires("aggregates")
 def categories_page(request):
     base = visible_categories(request.user)
     params = request.GET.copy()

@@ -2,13 +2,14 @@
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Max
 from django.shortcuts import render
 from django.urls import reverse
 
 from accounting.models import DailyUsage
 from accounting.services.reports import QueryError, UsageQuery, build_query, usage_rows
+from portal.scope import usage_base
+from portal.views.access import requires
 
 
 def default_range(params) -> dict:
@@ -22,14 +23,14 @@ def default_range(params) -> dict:
     return params
 
 
-@login_required
+@requires("aggregates")
 def usage_by_site(request):
     params = default_range(request.GET)
     error = None
     try:
         query = build_query(params, default_days=31)
         query = UsageQuery(start=query.start, end=query.end, period="day", group_by=["site"])
-        rows = list(usage_rows(query))
+        rows = list(usage_rows(query, usage_base(request.user, query)))
     except QueryError as exc:
         error, rows, query = str(exc), [], None
     sites = sorted({row["site"] or "(unknown site)" for row in rows})

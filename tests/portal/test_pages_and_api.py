@@ -40,21 +40,28 @@ def test_api_refuses_anonymous_users(client, name):
 
 
 @pytest.mark.parametrize("name", PAGES + API + ["api-docs"])
-def test_pages_and_api_answer_logged_in_users(client, member, name):
-    client.force_login(member)
+def test_pages_and_api_answer_users_with_a_role(client, council, name):
+    client.force_login(council)
     assert client.get(reverse(name)).status_code == 200
 
 
-def test_plotly_is_served_locally(client, member):
+@pytest.mark.parametrize(("name", "status"), [("usage-by-site", 403), ("api-usage", 403), ("bundle-list", 200), ("api-bundles", 200)])
+def test_users_without_a_role_see_their_bundles_but_no_usage(client, member, name, status):
+    """A signed-in user with no role (portal/roles.py) may upload with the permission, not read reports."""
     client.force_login(member)
+    assert client.get(reverse(name)).status_code == status
+
+
+def test_plotly_is_served_locally(client, council):
+    client.force_login(council)
     page = client.get(reverse("usage-by-site")).content.decode()
     assert "/static/vendor/plotly.min.js" in page and "cdn" not in page.lower()
 
 
-def test_token_authentication(client, member):
+def test_token_authentication(client, council):
     from rest_framework.authtoken.models import Token
 
-    token = Token.objects.create(user=member)
+    token = Token.objects.create(user=council)
     assert client.get(reverse("api-usage"), HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
     assert client.get(reverse("api-usage"), HTTP_AUTHORIZATION="Token wrong").status_code == 401
 
@@ -71,8 +78,8 @@ def usage(bundle_store, tmp_path, django_capture_on_commit_callbacks):
     rebuild()
 
 
-def test_usage_api_columns_periods_and_groups(client, member, usage):
-    client.force_login(member)
+def test_usage_api_columns_periods_and_groups(client, council, usage):
+    client.force_login(council)
     response = client.get(reverse("api-usage"), {"start": "2024-03-01", "end": "2024-05-01", "period": "month", "group_by": "vo"})
     body = response.json()
     assert body["columns"] == ["period", "vo", "jobs", "wall_hours", "cpu_hours", "normalized_hours", "gpu_hours"]
@@ -84,8 +91,8 @@ def test_usage_api_columns_periods_and_groups(client, member, usage):
     assert filtered["results"][0]["wall_hours"] == 3.0
 
 
-def test_usage_csv_matches_json(client, member, usage):
-    client.force_login(member)
+def test_usage_csv_matches_json(client, council, usage):
+    client.force_login(council)
     params = {"start": "2024-03-01", "end": "2024-05-01", "period": "day", "group_by": "site,vo"}
     data = client.get(reverse("api-usage"), params).json()["results"]
     response = client.get(reverse("api-usage"), params | {"format": "csv"})
@@ -108,15 +115,15 @@ def test_usage_csv_matches_json(client, member, usage):
         ({"format": "xml"}, "format"),
     ],
 )
-def test_usage_api_rejects_bad_parameters_naming_them(client, member, params, parameter):
-    client.force_login(member)
+def test_usage_api_rejects_bad_parameters_naming_them(client, council, params, parameter):
+    client.force_login(council)
     response = client.get(reverse("api-usage"), params)
     assert response.status_code == 400
     assert response.json()["parameter"] == parameter
 
 
-def test_usage_page_shows_the_rows_with_units(client, member, usage):
-    client.force_login(member)
+def test_usage_page_shows_the_rows_with_units(client, council, usage):
+    client.force_login(council)
     page = client.get(reverse("usage-by-site"), {"start": "2024-03-01", "end": "2024-04-30"}).content.decode()
     assert "CE1" in page and "core-hours" in page
     assert "2024-03-10" in page and "6.0" in page  # 2 + 4 core-hours on that day

@@ -1,0 +1,16 @@
+"""The role groups `council` and `vo_manager` (portal/roles.py); admins are staff users."""
+from django.db import migrations
+
+GROUPS = ("council", "vo_manager")
+
+
+def create_groups(apps, schema_editor):
+    Group = apps.get_model("auth", "Group")
+    for name in GROUPS:
+        Group.objects.get_or_create(name=name)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("portal", "0001_initial"), ("auth", "0012_alter_user_first_name_max_length")]
+
+    operations = [migrations.RunPython(create_groups, migrations.RunPython.noop)]
