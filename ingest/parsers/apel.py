@@ -340,7 +340,9 @@ def check_summary(summary: ParsedSummary, now: datetime) -> None:
         raise ApelFormatError("LatestEndTime is earlier than EarliestEndTime")
     if summary.number_of_jobs > MAX_JOBS:
         raise ApelFormatError(f"absurd NumberOfJobs ({summary.number_of_jobs})")
-    if summary.wall_seconds > summary.number_of_jobs * MAX_WALL_SECONDS:
+    # A month's bucket may hold hours of jobs that end in a later month (exporters that spread hours by
+    # the month they were spent, ours included) and so no ended job: allow one job's worth then.
+    if summary.wall_seconds > max(summary.number_of_jobs, 1) * MAX_WALL_SECONDS:
         raise ApelFormatError(f"absurd WallDuration ({summary.wall_seconds:g} s for {summary.number_of_jobs} jobs)")
     if summary.processors > MAX_CORES:
         raise ApelFormatError(f"absurd Processors ({summary.processors})")
