@@ -3,7 +3,7 @@
 Queues (DOMAIN.md "Who uses it": unmatched payloads, unknown VOs/projects, ...):
 - `unmatched`: payload hours set apart as `payload_unmatched` (their pilot never arrived, or no pilot time
   in their bucket), per day, site and VO, with their age; and the payload records naming a missing pilot;
-- `excess`: payload hours beyond their pilot's (`payload_excess`), per day, site, resource and VO;
+- `excess`: pilot-days whose linked payloads claim more core-hours than the pilot had (`payload_excess`);
 - `unknown_vo` (no VO, or a VO not in the `vos` mapping, so without science domain), `unknown_project`
   (a project not in the `projects` mapping), `unknown_site` (no site from the record nor its resource),
   `unknown_resource` (a resource not in the `sites` mapping);
@@ -23,7 +23,8 @@ from django.db.models.functions import Coalesce, ExtractMonth, ExtractYear
 from django.utils import timezone
 
 from accounting.choices import REPORTED_DESIGNATIONS, Designation, RecordKind
-from accounting.models import ApelSummary, DailyUsage, PilotDetails, UsageRecord
+from accounting.models import VO, ApelSummary, DailyUsage, PilotDetails, Site, UsageRecord
+from accounting.services.summaries import pilot_days_with_excess
 
 REPORTED_HOURS = Sum("wall_hours", filter=Q(designation__in=REPORTED_DESIGNATIONS))
 
@@ -70,14 +71,24 @@ def orphan_payloads():
     )
 
 
+EXCESS_DAYS = 31
+
+
 def excess(limit: int = 500) -> list[dict]:
-    """Payload excess hours per (day, site, resource, VO), largest first."""
-    return list(
+    """Pilot-days whose linked payloads claim more core-hours than the pilot had, over the latest
+    EXCESS_DAYS days that have `payload_excess` rows: newest day first, largest excess first."""
+    days = list(
         DailyUsage.objects.filter(designation=Designation.PAYLOAD_EXCESS)
-        .values("day", "site__name", "resource__name", "vo__name")
-        .annotate(hours=Sum("wall_hours"))
-        .order_by("-hours", "day")[:limit]
-    )
+        .values_list("day", flat=True).distinct().order_by("-day")[:EXCESS_DAYS]
+    )  # fmt: skip
+    if not days:
+        return []
+    rows = pilot_days_with_excess(min(days), max(days))[:limit]
+    names = {
+        "site": dict(Site.objects.filter(pk__in={r["site_id"] for r in rows}).values_list("pk", "name")),
+        "vo": dict(VO.objects.filter(pk__in={r["vo_id"] for r in rows}).values_list("pk", "name")),
+    }
+    return [row | {"site__name": names["site"].get(row["site_id"]), "vo__name": names["vo"].get(row["vo_id"])} for row in rows]
 
 
 def unknown(queue: str, limit: int = 500) -> list[dict]:

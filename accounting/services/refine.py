@@ -124,8 +124,6 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
     among them names (found by natural key or glidein name), wherever that pilot lies in time.
     """
     records = sorted(records, key=lambda r: r.natural_key)
-    pilots_by_key = {r.natural_key: r for r in records if r.kind == RecordKind.PILOT}
-    pilots_by_glidein = {r.glidein_name: r for r in records if r.kind == RecordKind.PILOT and r.glidein_name}
 
     def site_of(rec: Rec):
         return mappings.resource_site.get(rec.resource_id) or rec.site_id
@@ -135,40 +133,11 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
             return mappings.frontend_vo[rec.frontend_client]
         return rec.vo_id
 
-    def parts(rec: Rec) -> dict[date, dict]:
-        out = {}
-        for day, seconds in split_days(rec.start, rec.end, first, last):
-            fraction = seconds / rec.wall_seconds if rec.wall_seconds > 0 else 0.0
-            out[day] = {
-                "wall": seconds * rec.cores / 3600.0,
-                "cpu": rec.cpu_seconds * fraction / 3600.0,
-                "gpu": seconds * rec.gpus / 3600.0,
-            }
-        if first <= end_day(rec) <= last and end_day(rec) not in out:
-            out[end_day(rec)] = {"wall": 0.0, "cpu": 0.0, "gpu": 0.0}
-        return out
-
     rows = _Rows(mappings)
-    split = {rec.id: parts(rec) for rec in records}
+    split = {rec.id: day_parts(rec, first, last) for rec in records}
 
     # 1. Linked payloads against their pilot, per (pilot, day).
-    linked: dict[int, Rec] = {}
-    unmatched: list[Rec] = []
-    unlinked: list[Rec] = []
-    pilot_load: dict[tuple[int, date], float] = defaultdict(float)  # S per (pilot, day)
-    for rec in records:
-        if rec.kind != RecordKind.PAYLOAD:
-            continue
-        if not rec.pilot_ref:
-            unlinked.append(rec)
-            continue
-        pilot = pilots_by_key.get(rec.pilot_ref) or pilots_by_glidein.get(rec.pilot_ref)
-        if pilot is None:
-            unmatched.append(rec)
-            continue
-        linked[rec.id] = pilot
-        for day, part in split[rec.id].items():
-            pilot_load[pilot.id, day] += part["wall"]
+    linked, unlinked, pilot_load = link_payloads(records, split)
 
     def pilot_factor(pilot: Rec, day: date) -> float:
         load = pilot_load.get((pilot.id, day), 0.0)
@@ -238,6 +207,60 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
             )
             rows.add(_with_vo(rec, vo_of(rec)), day, site_of(rec), rec.resource_id, designation, share, part, jobs)
     return {key: _rounded(value) for key, value in rows.values.items()}
+
+
+def day_parts(rec: Rec, first: date, last: date) -> dict[date, dict]:
+    """A record's core-hours, CPU hours and GPU hours on each day of `first`..`last` it overlaps (and a
+    zero entry on its end day, where its job is counted)."""
+    out = {}
+    for day, seconds in split_days(rec.start, rec.end, first, last):
+        fraction = seconds / rec.wall_seconds if rec.wall_seconds > 0 else 0.0
+        out[day] = {
+            "wall": seconds * rec.cores / 3600.0,
+            "cpu": rec.cpu_seconds * fraction / 3600.0,
+            "gpu": seconds * rec.gpus / 3600.0,
+        }
+    if first <= end_day(rec) <= last and end_day(rec) not in out:
+        out[end_day(rec)] = {"wall": 0.0, "cpu": 0.0, "gpu": 0.0}
+    return out
+
+
+def link_payloads(records: list[Rec], split: dict[int, dict]) -> tuple[dict[int, Rec], list[Rec], dict]:
+    """The rule's first step: (payload id -> its pilot, payloads without a pilot id, S per (pilot id, day)).
+    A payload naming a pilot that is not among `records` is in neither (it is unmatched)."""
+    pilots_by_key = {r.natural_key: r for r in records if r.kind == RecordKind.PILOT}
+    pilots_by_glidein = {r.glidein_name: r for r in records if r.kind == RecordKind.PILOT and r.glidein_name}
+    linked: dict[int, Rec] = {}
+    unlinked: list[Rec] = []
+    load: dict[tuple[int, date], float] = defaultdict(float)
+    for rec in records:
+        if rec.kind != RecordKind.PAYLOAD:
+            continue
+        if not rec.pilot_ref:
+            unlinked.append(rec)
+            continue
+        pilot = pilots_by_key.get(rec.pilot_ref) or pilots_by_glidein.get(rec.pilot_ref)
+        if pilot is None:
+            continue
+        linked[rec.id] = pilot
+        for day, part in split[rec.id].items():
+            load[pilot.id, day] += part["wall"]
+    return linked, unlinked, load
+
+
+def pilot_day_excess(records: list[Rec], first: date, last: date) -> list[tuple[Rec, date, float, float]]:
+    """(pilot, day, W, S) for every pilot-day whose linked payloads claim more core-hours S than the
+    pilot's W: the pilot-days with `payload_excess` (reconciliation)."""
+    records = sorted(records, key=lambda r: r.natural_key)
+    split = {rec.id: day_parts(rec, first, last) for rec in records}
+    linked, _, load = link_payloads(records, split)
+    pilots = {pilot.id: pilot for pilot in linked.values()}
+    out = []
+    for (pilot_id, day), claimed in sorted(load.items(), key=lambda item: (item[0][1], pilots[item[0][0]].natural_key)):
+        own = split[pilot_id].get(day, {}).get("wall", 0.0)
+        if claimed > own and claimed > 0:
+            out.append((pilots[pilot_id], day, own, claimed))
+    return out
 
 
 def _with_vo(rec: Rec, vo_id) -> Rec:

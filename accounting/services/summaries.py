@@ -16,8 +16,8 @@ from django.utils import timezone
 from accounting.choices import BENCHMARK_TO_HS06, RecordKind
 from accounting.models import VO, BenchmarkFactor, DailyUsage, Frontend, Project, Resource, SummaryRun, UsageRecord
 from accounting.services.categories import rebuild_categories
-from accounting.services.refine import Mappings, Rec, day_start, summarize
-from accounting.services.summary_sql import rebuild_chunk_sql
+from accounting.services.refine import Mappings, Rec, day_start, pilot_day_excess, summarize
+from accounting.services.summary_sql import pilot_day_excess_sql, rebuild_chunk_sql
 
 logger = logging.getLogger(__name__)
 CHUNK_DAYS = 31  # per statement on SQLite (Python engine, records in memory)
@@ -161,3 +161,23 @@ def rebuild_chunk_python(first: date, last: date, mappings: Mappings) -> int:
     ]
     DailyUsage.objects.bulk_create(objects, batch_size=5000)
     return len(objects)
+
+
+def pilot_days_with_excess(first: date, last: date) -> list[dict]:
+    """Pilot-days of `first`..`last` whose linked payloads claim more core-hours than the pilot had
+    (the `payload_excess` of DOMAIN.md, per pilot): pilot, day, site and VO ids, W, S and S - W."""
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            rows = pilot_day_excess_sql(first, last)
+    else:
+        mappings = load_mappings()
+        rows = [
+            (pilot.natural_key, day, mappings.resource_site.get(pilot.resource_id) or pilot.site_id, pilot.vo_id, own, claimed)
+            for pilot, day, own, claimed in pilot_day_excess(load_records(first, last), first, last)
+        ]
+        rows.sort(key=lambda r: (-r[1].toordinal(), -(r[5] - r[4]), r[0]))
+    return [
+        {"pilot": key, "day": day, "site_id": site, "vo_id": vo, "pilot_hours": round(own, 6),
+         "payload_hours": round(claimed, 6), "excess_hours": round(claimed - own, 6)}
+        for key, day, site, vo, own, claimed in rows
+    ]  # fmt: skip

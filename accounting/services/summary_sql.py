@@ -173,15 +173,41 @@ GROUP BY c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
 """
 
 
+PILOT_DAY_EXCESS = """
+SELECT p.natural_key, l.day, COALESCE(res.site_id, p.site_id), p.vo_id, COALESCE(own.wall_d, 0), l.load
+FROM (SELECT l.pilot_id, pa.day, SUM(pa.wall_d) AS load
+      FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id GROUP BY l.pilot_id, pa.day) l
+LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = l.day
+JOIN accounting_usagerecord p ON p.id = l.pilot_id
+LEFT JOIN accounting_resource res ON res.id = p.resource_id
+WHERE l.load > COALESCE(own.wall_d, 0) AND l.load > 0
+ORDER BY l.day DESC, l.load - COALESCE(own.wall_d, 0) DESC, p.natural_key
+"""
+
+
+def _prepare(cursor, first: date, last: date) -> None:
+    """The records of the days and their day parts and pilot links, in temp tables (see PREPARE)."""
+    lo, hi = day_start(first), day_start(last + timedelta(days=1))
+    cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")  # the longest record
+    span = cursor.fetchone()[0] or timedelta(0)
+    params = {"first": first, "last": last, "lo": lo, "hi": hi, "earliest": lo - span}
+    for statement in PREPARE:
+        cursor.execute(statement, params)
+
+
+def pilot_day_excess_sql(first: date, last: date) -> list[tuple]:
+    """(pilot key, day, site id, VO id, pilot core-hours W, linked payload core-hours S) where S > W.
+    Run inside a transaction (the temp tables drop at commit)."""
+    with connection.cursor() as cursor:
+        _prepare(cursor, first, last)
+        cursor.execute(PILOT_DAY_EXCESS)
+        return cursor.fetchall()
+
+
 def rebuild_chunk_sql(first: date, last: date) -> int:
     """Replace the summary rows of `first`..`last` (inclusive); returns the number of rows written."""
-    lo, hi = day_start(first), day_start(last + timedelta(days=1))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")  # the longest record
-        span = cursor.fetchone()[0] or timedelta(0)
-        params = {"first": first, "last": last, "lo": lo, "hi": hi, "earliest": lo - span}
-        cursor.execute("DELETE FROM accounting_dailyusage WHERE day BETWEEN %(first)s AND %(last)s", params)
-        for statement in PREPARE:
-            cursor.execute(statement, params)
-        cursor.execute(SQL, params)
+        cursor.execute("DELETE FROM accounting_dailyusage WHERE day BETWEEN %s AND %s", [first, last])
+        _prepare(cursor, first, last)
+        cursor.execute(SQL)
         return cursor.rowcount

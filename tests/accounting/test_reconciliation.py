@@ -44,9 +44,11 @@ def test_queue_counts_and_contents_hand_worked():
         {"day": date(2024, 3, 3), "site__name": "SiteA", "vo__name": "cms", "jobs": 1, "hours": 4.0, "age_days": 7}
     ]
     assert list(reconciliation.orphan_payloads().values_list("natural_key", flat=True)) == ["pay-orphan"]
-    assert reconciliation.excess() == [
-        {"day": date(2024, 3, 2), "site__name": "SiteA", "resource__name": "ce-a", "vo__name": "cms", "hours": 1.0}
-    ]
+    ((row),) = reconciliation.excess()  # per pilot-day: W = 2, S = 3
+    assert {k: row[k] for k in ("pilot", "day", "site__name", "vo__name", "pilot_hours", "payload_hours", "excess_hours")} == {
+        "pilot": "pilot", "day": date(2024, 3, 2), "site__name": "SiteA", "vo__name": "cms",
+        "pilot_hours": 2.0, "payload_hours": 3.0, "excess_hours": 1.0,
+    }  # fmt: skip
     assert [(r["name"], r["jobs"]) for r in reconciliation.unknown("unknown_vo")] == [("CMS-raw", 1), (None, 1)]
     assert [(r["name"], r["hours"]) for r in reconciliation.unknown("unknown_site")] == [("ce-unmapped", 5.0)]
     missing = {(r["resource__name"], r["site__name"]): r["hours"] for r in reconciliation.no_benchmark()}

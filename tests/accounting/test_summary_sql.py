@@ -116,3 +116,21 @@ def test_sql_rebuild_is_independent_of_insertion_order():
     rebuild(FIRST, LAST)
     assert [r for r in table()] == before
     assert load_records(FIRST, LAST)
+
+
+@pytest.mark.django_db
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 10**6))
+def test_pilot_days_with_excess_sql_equals_reference(seed):
+    from accounting.services.refine import pilot_day_excess
+    from accounting.services.summaries import pilot_days_with_excess
+
+    make_world(seed)
+    sql = {(r["pilot"], r["day"]): (r["pilot_hours"], r["payload_hours"]) for r in pilot_days_with_excess(FIRST, LAST)}
+    reference = {(pilot.natural_key, day): (round(own, 6), round(claimed, 6))
+                 for pilot, day, own, claimed in pilot_day_excess(load_records(FIRST, LAST), FIRST, LAST)}  # fmt: skip
+    assert sql.keys() == reference.keys()
+    for key, (own, claimed) in sql.items():
+        assert (own, claimed) == pytest.approx(reference[key], abs=1e-6)
+        assert claimed > own
+    UsageRecord.objects.all().delete()
