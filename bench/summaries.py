@@ -80,21 +80,23 @@ def seed(n_pilots: int, per_pilot: int, first: date, days: int) -> tuple[int, in
                 yield (next_id, "pilot", key, "x", "bench", "", site, site, vo, None, "", "", "", start,
                        start + timedelta(seconds=life), life, cores, 0, life * cores * 0.1, 0, 0, False, now, now)  # fmt: skip
                 next_id += 1
-                cursor_time = start + timedelta(seconds=rng.uniform(0, 600))
+                # Payloads fill about 80 % of the pilot's cores x life in `cores` parallel lanes (as in the demo);
+                # 2 % of pilots are over-committed (1.5x), 3 % of payloads name a pilot that never arrives.
+                lanes = [start + timedelta(seconds=rng.uniform(0, 600))] * cores
+                over = 1.5 if rng.random() < 0.02 else 1.0
+                share = 0.8 * over * life * cores / per_pilot
+                end_of_life = start + timedelta(seconds=life)
                 for j in range(per_pilot):
-                    wall = rng.uniform(0.05, 1.2) * life / per_pilot * cores
-                    job_cores = rng.choice((1, 1, 2, 4))
-                    run_start = cursor_time if j % cores == 0 else cursor_time + timedelta(seconds=rng.uniform(0, 300))
-                    end = min(run_start + timedelta(seconds=wall), start + timedelta(seconds=life))
-                    wall = max(0.0, (end - run_start).total_seconds())
+                    lane = j % cores
+                    run_start = lanes[lane]
+                    wall = max(0.0, min(share * rng.uniform(0.7, 1.3), (end_of_life - run_start).total_seconds() * over))
+                    lanes[lane] = run_start + timedelta(seconds=wall)
                     ref = key if rng.random() > 0.03 else f"missing#{p}.{j}"
                     yield (next_id, "payload", f"ap{vo}#{p}.{j}#1", "x", "bench", "", site, site, vo, rng.randint(1, 2000),
-                           "", "", ref, run_start, run_start + timedelta(seconds=wall), wall, job_cores, 0, wall * 0.8,
+                           "", "", ref, run_start, run_start + timedelta(seconds=wall), wall, 1, 0, wall * 0.8,
                            wall * 0.02, rng.choice((0, 0, 0, 1)), False, now, now)  # fmt: skip
                     next_id += 1
                     payload_count += 1
-                    if j % cores == cores - 1:
-                        cursor_time = end
         copy_rows(raw, "accounting_usagerecord", columns, records())
         cursor.execute("SELECT setval(pg_get_serial_sequence('accounting_usagerecord', 'id'), max(id)) FROM accounting_usagerecord")
         cursor.execute("""INSERT INTO accounting_pilotdetails (record_id, glidein_name, frontend_client, entry, cores, memory_mb, gpus,

@@ -11,9 +11,8 @@ from datetime import date, datetime, timedelta, timezone
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import TruncMonth, TruncQuarter, TruncWeek, TruncYear
-from django.utils.dateparse import parse_datetime
 
 from accounting.choices import Category, RecordKind
 from accounting.models import CapacitySnapshot, CategoryDaily, Frontend, PilotJobRun, UsageRecord
@@ -29,51 +28,68 @@ PILOT_COLUMNS = (
 )  # fmt: skip
 RUN_COLUMNS = ("pilot_id", "start", "end", "cores", "memory_mb", "gpus", "exit_code", "exit_signal", "badput_preemption", "badput_draining")
 LINKED_PAYLOADS = """
-SELECT p.id, pay.start, pay."end", pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
-FROM accounting_usagerecord pay
-JOIN accounting_usagerecord p ON p.natural_key = pay.pilot_ref
-WHERE pay.kind = 'payload' AND NOT pay.void AND p.kind = 'pilot' AND NOT p.void AND p.start < %s AND p."end" >= %s
+WITH pilots AS MATERIALIZED (
+    SELECT id, natural_key FROM accounting_usagerecord
+    WHERE kind = 'pilot' AND NOT void AND start < %(hi)s AND start >= %(earliest)s AND "end" >= %(lo)s
+)
+SELECT p.id, {start}, {end}, pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
+FROM pilots p JOIN accounting_usagerecord pay ON pay.pilot_ref = p.natural_key
+WHERE pay.kind = 'payload' AND NOT pay.void
 UNION ALL
-SELECT p.id, pay.start, pay."end", pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
-FROM accounting_usagerecord pay
-JOIN accounting_pilotdetails d ON d.glidein_name = pay.pilot_ref AND d.glidein_name <> ''
-JOIN accounting_usagerecord p ON p.id = d.record_id
-WHERE pay.kind = 'payload' AND NOT pay.void AND p.kind = 'pilot' AND NOT p.void AND p.start < %s AND p."end" >= %s
+SELECT p.id, {start}, {end}, pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
+FROM pilots p
+JOIN accounting_pilotdetails d ON d.record_id = p.id AND d.glidein_name <> ''
+JOIN accounting_usagerecord pay ON pay.pilot_ref = d.glidein_name
+WHERE pay.kind = 'payload' AND NOT pay.void
 """
 
 
-def _runs(first: date, last: date) -> dict[int, list[Run]]:
-    """Job runs per pilot overlapping the days: the pilot's own startd history, else its linked payloads."""
+def _pilots_overlapping(first: date, last: date, span: timedelta | None = None) -> tuple[dict, object]:
+    """(bounds for SQL, queryset) of the counted pilots overlapping the days. A pilot overlapping them
+    started at most the longest record's life before (`span`), so the scan is a range on `start`."""
     lo, hi = day_start(first), day_start(last + timedelta(days=1))
+    pilots = UsageRecord.objects.counted().filter(kind=RecordKind.PILOT)
+    if span is None:
+        span = UsageRecord.objects.aggregate(span=Max(F("end") - F("start")))["span"] or timedelta(0)
+    bounds = {"lo": lo, "hi": hi, "earliest": lo - span}
+    return bounds, pilots.filter(start__lt=hi, start__gte=lo - span, end__gte=lo)
+
+
+# Epoch seconds of a timestamp column: fetching floats avoids a time-zone conversion per value.
+EPOCH = {"postgresql": 'EXTRACT(EPOCH FROM pay."{}")::float8', "sqlite": '((julianday(pay."{}") - 2440587.5) * 86400.0)'}
+
+
+def _runs(bounds: dict, pilots) -> dict[int, list[Run]]:
+    """Job runs per pilot overlapping the days: the pilot's own startd history, else its linked payloads."""
     runs: dict[int, list[Run]] = defaultdict(list)
-    startd = PilotJobRun.objects.filter(pilot__kind=RecordKind.PILOT, pilot__void=False, pilot__start__lt=hi, pilot__end__gte=lo)
+    startd = PilotJobRun.objects.filter(pilot__in=pilots.values("id"))
     for pilot_id, *values in startd.values_list(*RUN_COLUMNS).iterator(chunk_size=20000):
         runs[pilot_id].append(Run(*values))
     from_startd = set(runs)
     with connection.cursor() as cursor:
-        cursor.execute(LINKED_PAYLOADS, [hi, lo, hi, lo])
+        epoch = EPOCH[connection.vendor]
+        cursor.execute(LINKED_PAYLOADS.format(start=epoch.format("start"), end=epoch.format("end")), bounds)
         for pilot_id, start, end, *values in cursor.fetchall():
             if pilot_id not in from_startd:
-                runs[pilot_id].append(Run(as_utc(start), as_utc(end), *values))
+                runs[pilot_id].append(Run(from_epoch(start), from_epoch(end), *values))
     return runs
 
 
-def as_utc(value) -> datetime:
-    """A raw-cursor timestamp as an aware UTC datetime (SQLite's cursor gives naive ones, or text)."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+def from_epoch(seconds: float) -> datetime:
+    """Epoch seconds (cheaper to fetch than timestamps: no per-value time-zone conversion) as UTC."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
-def rebuild_categories(first: date, last: date) -> int:
+def rebuild_categories(first: date, last: date, span: timedelta | None = None) -> int:
     """Replace the CategoryDaily rows of `first`..`last` (inclusive); returns the number of rows written.
-    Call inside the rebuild's transaction (`accounting.services.summaries.rebuild` does)."""
+    Call inside the rebuild's transaction (`accounting.services.summaries.rebuild` does); `span`: the
+    longest record's span, when the caller already knows it."""
     lo, hi = day_start(first), day_start(last + timedelta(days=1))
     frontend_vo = dict(Frontend.objects.values_list("client", "vo_id"))
-    runs = _runs(first, last)
+    bounds, pilots = _pilots_overlapping(first, last, span)
+    runs = _runs(bounds, pilots)
     window = settings.GRIDLEDGER_EARLY_WINDOW_SECONDS
     totals: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    pilots = UsageRecord.objects.counted().filter(kind=RecordKind.PILOT, start__lt=hi, end__gte=lo)
     for row in pilots.values_list(*PILOT_COLUMNS).iterator(chunk_size=20000):
         (pk, start, end, cores, memory, gpus, site, resource, mapped_site, vo, condor_started, claims, validation,
          condor_seconds, metrics, frontend) = row  # fmt: skip

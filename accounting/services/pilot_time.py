@@ -107,8 +107,13 @@ def classify_exact(pilot: Pilot, runs: list[Run], early_window: float) -> Totals
     cuts = sorted(cuts)
     out: Totals = defaultdict(lambda: [0.0, 0.0])
     cores, gpus = pilot.cores, pilot.gpus
+    clipped.sort(key=lambda job: job[0])
+    waiting, running = 0, []  # a sweep: every job start and end is a cut, so a job runs in [a, b) iff start <= a < end
     for a, b in itertools.pairwise(cuts):
-        running = [job for job in clipped if job[0] <= a and job[1] >= b]
+        while waiting < len(clipped) and clipped[waiting][0] <= a:
+            running.append(clipped[waiting])
+            waiting += 1
+        running = [job for job in running if job[1] > a]
         for day, x, y in split_at_midnight(a, b):
             seconds = (y - x).total_seconds()
             if not running:

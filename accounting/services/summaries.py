@@ -17,7 +17,7 @@ from accounting.choices import BENCHMARK_TO_HS06, RecordKind
 from accounting.models import VO, BenchmarkFactor, DailyUsage, Frontend, Project, Resource, SummaryRun, UsageRecord
 from accounting.services.categories import rebuild_categories
 from accounting.services.refine import Mappings, Rec, day_start, pilot_day_excess, summarize
-from accounting.services.summary_sql import pilot_day_excess_sql, rebuild_chunk_sql
+from accounting.services.summary_sql import longest_record, pilot_day_excess_sql, rebuild_chunk_sql
 
 logger = logging.getLogger(__name__)
 CHUNK_DAYS = 31  # per statement on SQLite (Python engine, records in memory)
@@ -110,14 +110,15 @@ def rebuild(first: date | None = None, last: date | None = None, progress=None) 
     try:
         with transaction.atomic():
             _lock_days(first, last)
+            span = _longest_record_and_no_jit()
             mappings = None if connection.vendor == "postgresql" else load_mappings()
             total = 0
             chunk_first = first
             while chunk_first <= last:
                 size = SQL_CHUNK_DAYS if connection.vendor == "postgresql" else CHUNK_DAYS
                 chunk_last = min(last, chunk_first + timedelta(days=size - 1))
-                total += _rebuild_chunk(chunk_first, chunk_last, mappings)
-                rebuild_categories(chunk_first, chunk_last)
+                total += _rebuild_chunk(chunk_first, chunk_last, mappings, span)
+                rebuild_categories(chunk_first, chunk_last, span)
                 if progress:
                     progress((chunk_last - first).days + 1, (last - first).days + 1)
                 chunk_first = chunk_last + timedelta(days=1)
@@ -139,9 +140,19 @@ def _lock_days(first: date, last: date) -> None:
         )
 
 
-def _rebuild_chunk(first: date, last: date, mappings: Mappings | None) -> int:
+def _longest_record_and_no_jit() -> timedelta | None:
+    """PostgreSQL: the longest record's span (bounds every range scan of the rebuild), and JIT off for the
+    rebuild's transaction (compiling its statements costs more than it saves, most of all for one day)."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        return longest_record(cursor)
+
+
+def _rebuild_chunk(first: date, last: date, mappings: Mappings | None, span: timedelta | None = None) -> int:
     if connection.vendor == "postgresql":
-        return rebuild_chunk_sql(first, last)
+        return rebuild_chunk_sql(first, last, span)
     return rebuild_chunk_python(first, last, mappings or load_mappings())
 
 

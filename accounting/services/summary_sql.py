@@ -73,11 +73,18 @@ PREPARE = [
       AND NOT EXISTS (SELECT 1 FROM gl_links l WHERE l.payload_id = pay.id)
     ORDER BY pay.id, g.natural_key DESC
     """,
+    # The linked pilots' site (mapped) and resource: from gl_rec when the pilot overlaps the range (almost
+    # always), else from the table.
     """
     CREATE TEMP TABLE gl_pilots ON COMMIT DROP AS
-    SELECT DISTINCT p.id AS pilot_id, COALESCE(pres.site_id, p.site_id) AS pilot_site, p.resource_id AS pilot_resource
-    FROM gl_links l JOIN accounting_usagerecord p ON p.id = l.pilot_id
+    WITH linked AS (SELECT DISTINCT pilot_id FROM gl_links)
+    SELECT l.pilot_id, r.site_id AS pilot_site, r.resource_id AS pilot_resource
+    FROM linked l JOIN gl_rec r ON r.id = l.pilot_id
+    UNION ALL
+    SELECT l.pilot_id, COALESCE(pres.site_id, p.site_id), p.resource_id
+    FROM linked l JOIN accounting_usagerecord p ON p.id = l.pilot_id
     LEFT JOIN accounting_resource pres ON pres.id = p.resource_id
+    WHERE NOT EXISTS (SELECT 1 FROM gl_rec r WHERE r.id = l.pilot_id)
     """,
     "ANALYZE gl_parts",
     "ANALYZE gl_links",
@@ -185,11 +192,16 @@ ORDER BY l.day DESC, l.load - COALESCE(own.wall_d, 0) DESC, p.natural_key
 """
 
 
-def _prepare(cursor, first: date, last: date) -> None:
+def longest_record(cursor) -> timedelta:
+    """The longest record's span: a record overlapping a day started at most that long before it."""
+    cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")
+    return cursor.fetchone()[0] or timedelta(0)
+
+
+def _prepare(cursor, first: date, last: date, span: timedelta | None = None) -> None:
     """The records of the days and their day parts and pilot links, in temp tables (see PREPARE)."""
     lo, hi = day_start(first), day_start(last + timedelta(days=1))
-    cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")  # the longest record
-    span = cursor.fetchone()[0] or timedelta(0)
+    span = longest_record(cursor) if span is None else span
     params = {"first": first, "last": last, "lo": lo, "hi": hi, "earliest": lo - span}
     for statement in PREPARE:
         cursor.execute(statement, params)
@@ -204,10 +216,11 @@ def pilot_day_excess_sql(first: date, last: date) -> list[tuple]:
         return cursor.fetchall()
 
 
-def rebuild_chunk_sql(first: date, last: date) -> int:
-    """Replace the summary rows of `first`..`last` (inclusive); returns the number of rows written."""
+def rebuild_chunk_sql(first: date, last: date, span: timedelta | None = None) -> int:
+    """Replace the summary rows of `first`..`last` (inclusive); returns the number of rows written.
+    `span`: the longest record's span, when the caller already knows it."""
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM accounting_dailyusage WHERE day BETWEEN %s AND %s", [first, last])
-        _prepare(cursor, first, last)
+        _prepare(cursor, first, last, span)
         cursor.execute(SQL)
         return cursor.rowcount

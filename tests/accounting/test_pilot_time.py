@@ -144,10 +144,8 @@ def test_categories_sum_to_cores_and_gpus_times_life(case):
     assert all(v[0] >= -1e-9 and v[1] >= -1e-9 for v in totals.values())
 
 
-def test_raw_cursor_timestamps_become_aware_utc():
-    from accounting.services.categories import as_utc
+def test_epoch_seconds_become_aware_utc():
+    from accounting.services.categories import from_epoch
 
-    aware = at(10)
-    assert as_utc(aware.replace(tzinfo=None)) == aware
-    assert as_utc("2024-03-10 10:00:00") == aware
-    assert as_utc(aware) is aware
+    assert from_epoch(at(10).timestamp()) == at(10)
+    assert from_epoch(at(10).timestamp()).tzinfo is not None
