@@ -186,4 +186,5 @@ def test_a_second_delivery_leaves_a_running_ingest_alone(bundle_store, write):
         other.execute("SELECT pg_advisory_lock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle.pk])  # a worker is on it
         assert ingest_bundle(bundle.pk).status == "queued"
         assert not UsageRecord.objects.exists()
+        other.execute("SELECT pg_advisory_unlock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle.pk])  # that worker is done
     assert ingest_bundle(bundle.pk).records_inserted == 1

@@ -1,11 +1,11 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from accounting.services.summaries import rebuild
+from ingest.management.bundle_report import ingest_with_report
 from ingest.parsers import PARSERS
-from ingest.services.bundles import create_bundle_from_path, ingest_bundle
+from ingest.services.bundles import create_bundle_from_path
 
 
 class Command(BaseCommand):
@@ -33,21 +33,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{path}: cannot read: {exc}")
                 unreadable += 1
                 continue
-            with tqdm(total=bundle.size_bytes, unit="B", unit_scale=True, desc=path.name, disable=None, file=self.stderr._out) as bar:
-
-                def progress(done, total, bar=bar):
-                    bar.n = done
-                    bar.refresh()
-
-                bundle = ingest_bundle(bundle.pk, progress=progress)
-            self.stdout.write(
-                f"bundle={bundle.pk} format={bundle.format or '-'} read={bundle.records_read} "
-                f"inserted={bundle.records_inserted} duplicates={bundle.duplicates} rejected={bundle.rejected}"
-            )
-            for error in bundle.errors.all()[:20]:
-                self.stderr.write(f"  {error.file}:{error.line or '-'}: {error.reason}")
-            if bundle.rejected > 20:
-                self.stderr.write(f"  ... and {bundle.rejected - 20} more rejections (see the bundle page)")
+            bundle = ingest_with_report(self, bundle, path.name)
             if bundle.records_read == 0 and bundle.rejected and bundle.status == bundle.Status.FAILED:
                 unreadable += 1
             if bundle.first_day:

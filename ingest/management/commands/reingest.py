@@ -1,10 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from accounting.services.summaries import rebuild
+from ingest.management.bundle_report import ingest_with_report
 from ingest.models import Bundle
 from ingest.services import store
-from ingest.services.bundles import ingest_bundle
 
 
 class Command(BaseCommand):
@@ -32,22 +31,7 @@ class Command(BaseCommand):
             if bundle.first_day and bundle.last_day:
                 first_days.append(bundle.first_day)
                 last_days.append(bundle.last_day)
-            with tqdm(total=bundle.size_bytes, unit="B", unit_scale=True, desc=f"bundle {bundle_id}", disable=None, file=self.stderr._out) as bar:
-
-                def progress(done, total, bar=bar):
-                    bar.n = done
-                    bar.refresh()
-
-                bundle = ingest_bundle(bundle.pk, progress=progress)
-            self.stdout.write(
-                f"bundle={bundle.pk} format={bundle.format or '-'} read={bundle.records_read} "
-                f"inserted={bundle.records_inserted} duplicates={bundle.duplicates} rejected={bundle.rejected} "
-                f"updated={bundle.records_updated}"
-            )
-            for error in bundle.errors.all()[:20]:
-                self.stderr.write(f"  {error.file}:{error.line or '-'}: {error.reason}")
-            if bundle.rejected > 20:
-                self.stderr.write(f"  ... and {bundle.rejected - 20} more rejections (see the bundle page)")
+            bundle = ingest_with_report(self, bundle, f"bundle {bundle_id}", show_updated=True)
             if bundle.first_day and bundle.last_day:
                 first_days.append(bundle.first_day)
                 last_days.append(bundle.last_day)

@@ -25,8 +25,9 @@ from accounting.choices import Designation
 from accounting.models import DailyUsage, UsageRecord
 from accounting.services.mappings import MappingError, import_mappings
 from accounting.services.summaries import rebuild
+from ingest.management.bundle_report import ingest_with_report
 from ingest.models import Bundle
-from ingest.services.bundles import create_bundle_from_path, ingest_bundle
+from ingest.services.bundles import create_bundle_from_path
 from ingest.synthetic import generate
 
 SOURCE = "demo"
@@ -99,19 +100,7 @@ class Command(BaseCommand):
         for item in manifest.files:
             bundle = create_bundle_from_path(item.path, fmt=item.fmt, source=SOURCE, site=item.site)
             label = str(item.path.relative_to(directory))
-            with tqdm(total=bundle.size_bytes, unit="B", unit_scale=True, desc=label, disable=None, file=self.stderr._out) as bar:
-
-                def progress(done, total, bar=bar):
-                    bar.n = done
-                    bar.refresh()
-
-                bundle = ingest_bundle(bundle.pk, progress=progress)
-            self.stdout.write(
-                f"bundle={bundle.pk} format={bundle.format or '-'} read={bundle.records_read} "
-                f"inserted={bundle.records_inserted} duplicates={bundle.duplicates} rejected={bundle.rejected}"
-            )
-            for error in bundle.errors.all()[:20]:
-                self.stderr.write(f"  {error.file}:{error.line or '-'}: {error.reason}")
+            bundle = ingest_with_report(self, bundle, label)
             rejected += bundle.rejected
             if bundle.first_day:
                 first_days.append(bundle.first_day)
