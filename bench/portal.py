@@ -30,6 +30,8 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.server import start_gunicorn  # noqa: E402 - after the path is set
+
 FIRST_DAY = date(2023, 1, 1)
 DAYS = 1096  # 2023-01-01 .. 2025-12-31
 SITES, VOS, PEOPLE, DOMAINS, PROJECTS_PER_VO = 100, 50, 5000, 20, 10
@@ -192,27 +194,7 @@ def bench_user():
 
 
 def start_server(db: str, port: int) -> subprocess.Popen:
-    env = os.environ | {
-        "DATABASE_URL": database_url(db), "DJANGO_SECRET_KEY": SECRET, "DJANGO_DEBUG": "0",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "DJANGO_SETTINGS_MODULE": "portal.settings",
-    }  # fmt: skip
-    env.pop("REDIS_URL", None)
-    server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{port}",
-         "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    for _ in range(120):
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/accounts/login/")
-            if conn.getresponse().status == 200:
-                return server
-        except OSError:
-            pass
-        time.sleep(0.5)
-    server.terminate()
-    raise SystemExit("gunicorn did not answer on 127.0.0.1")
+    return start_gunicorn(database_url(db), port, SECRET, timeout=300)
 
 
 def worker_pids(master: int) -> list[int]:
