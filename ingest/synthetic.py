@@ -292,6 +292,8 @@ class Manifest:
     overcommitted_pilots: int = 0
     idle_pilots: int = 0
     gpu_pilots: int = 0
+    snapshots: Path | None = None  # site capacity and demand (`snapshot` format), for categories 7 and 8
+    snapshot_rows: int = 0
 
     @property
     def first_day(self) -> date:
@@ -951,7 +953,36 @@ def generate(
         count = _write_history(path, (batch_ad(job, schedd, rng, padding) for job in jobs))
         manifest.files.append(DataFile(path, FORMAT, site, "batch", count))
         manifest.batch += count
+    manifest.snapshots = directory / "capacity" / "snapshots.csv"
+    manifest.snapshot_rows = _write_snapshots(manifest.snapshots, manifest.start, manifest.end, seed)
     return manifest
+
+
+SNAPSHOT_HOURS = 3
+
+
+def _write_snapshots(path: Path, start: datetime, end: datetime, seed: int) -> int:
+    """Every SNAPSHOT_HOURS, per site: idle cores, pilots queued and idle jobs that could run there.
+    Most sites are busy; some idle with jobs waiting (a provisioning bottleneck), some idle with none
+    (insufficient demand). A random stream of its own, so the history files do not change."""
+    rng = random.Random(seed * 7919 + 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = ["timestamp,site,idle_cores,pilots_queued,idle_jobs"]
+    moment = start.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    while moment <= end:
+        stamp = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        for site, *_ in SITES:
+            state = rng.random()
+            if state < 0.7:
+                idle, queued, waiting = rng.randint(0, 8), rng.randint(0, 20), rng.randint(0, 400)
+            elif state < 0.85:
+                idle, queued, waiting = rng.randint(16, 256), rng.randint(0, 3), rng.randint(50, 2000)
+            else:
+                idle, queued, waiting = rng.randint(16, 512), 0, 0
+            rows.append(f"{stamp},{site},{idle},{queued},{waiting}")
+        moment += timedelta(hours=SNAPSHOT_HOURS)
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return len(rows) - 1
 
 
 def write_payload_ads(

@@ -185,10 +185,10 @@ def test_demo_command_loads_the_month_and_the_invariants_hold(tmp_path, bundle_s
     manifest = generate(tmp_path / "expected", seed=5, scale=0.01, end=END.date())
 
     bundles = Bundle.objects.filter(source_label="demo")
-    assert bundles.count() == len(manifest.files)
+    assert bundles.count() == len(manifest.files) + 1  # + the capacity snapshots
     assert set(bundles.values_list("status", flat=True)) == {Bundle.Status.DONE}
     assert sum(bundles.values_list("rejected", flat=True)) == 0
-    assert text.count("bundle=") == len(manifest.files) and "rejected=0" in text
+    assert text.count("bundle=") == len(manifest.files) + 1 and "rejected=0" in text
     counts = {kind: UsageRecord.objects.filter(kind=kind).count() for kind in RecordKind.values}
     assert counts == {"pilot": manifest.pilots, "payload": manifest.payloads, "batch": manifest.batch}
 
@@ -229,7 +229,7 @@ def test_demo_command_loads_the_month_and_the_invariants_hold(tmp_path, bundle_s
     call_command("demo", scale=0.01, dir=tmp_path / "demo", seed=5, end=END.date().isoformat(), stdout=again)
     assert "bundle=" not in again.getvalue()
     assert "Open http://127.0.0.1:8000/ and log in as demo / demo" in again.getvalue()
-    assert Bundle.objects.count() == len(manifest.files)
+    assert Bundle.objects.count() == len(manifest.files) + 1
     assert UsageRecord.objects.count() == sum(counts.values())
 
 
@@ -243,7 +243,7 @@ def test_demo_command_force_replaces_the_demo_data(tmp_path, bundle_store):
     manifest = generate(tmp_path / "expected", seed=6, scale=0.01, end=datetime(2026, 3, 1, tzinfo=UTC))
     counts = {kind: UsageRecord.objects.filter(kind=kind).count() for kind in RecordKind.values}
     assert counts == {"pilot": manifest.pilots, "payload": manifest.payloads, "batch": manifest.batch}
-    assert Bundle.objects.filter(source_label="demo").count() == len(manifest.files)
+    assert Bundle.objects.filter(source_label="demo").count() == len(manifest.files) + 1
     # The days only the first month touched hold nothing any more.
     assert not DailyUsage.objects.filter(day__lt=manifest.first_day).exists()
     assert get_user_model().objects.get(username="demo").is_superuser

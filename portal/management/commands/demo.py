@@ -97,10 +97,12 @@ class Command(BaseCommand):
 
         first_days, last_days = [], []
         rejected = 0
-        for item in manifest.files:
-            bundle = create_bundle_from_path(item.path, fmt=item.fmt, source=SOURCE, site=item.site)
-            label = str(item.path.relative_to(directory))
-            bundle = ingest_with_report(self, bundle, label)
+        inputs = [(item.path, item.fmt, item.site) for item in manifest.files]
+        if manifest.snapshots is not None:
+            inputs.append((manifest.snapshots, "snapshot", ""))  # capacity and demand: categories 7 and 8
+        for path, fmt, site in inputs:
+            bundle = create_bundle_from_path(path, fmt=fmt, source=SOURCE, site=site)
+            bundle = ingest_with_report(self, bundle, str(path.relative_to(directory)))
             rejected += bundle.rejected
             if bundle.first_day:
                 first_days.append(bundle.first_day)
