@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -20,23 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def setup(db: str, store: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{db}"')
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["GRIDLEDGER_BUNDLE_STORE"] = store
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+from bench.database import setup_django  # noqa: E402 - after the path is set
 
 
 def line_split(path: Path) -> int:
@@ -76,7 +59,7 @@ def main() -> None:
     parser.add_argument("--db", default="gridledger_bench_ingest")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gl-bench-ingest-"))
-    setup(args.db, str(work / "store"))
+    setup_django(args.db, "bench", fresh=True, env={"GRIDLEDGER_BUNDLE_STORE": str(work / "store")})
     from ingest.synthetic import write_payload_ads
 
     path = work / "history"

@@ -17,7 +17,6 @@ import argparse
 import http.client
 import io
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -30,7 +29,8 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.server import start_gunicorn  # noqa: E402 - after the path is set
+from bench.database import database_url, setup_django  # noqa: E402 - after the path is set
+from bench.server import start_gunicorn  # noqa: E402
 
 FIRST_DAY = date(2023, 1, 1)
 DAYS = 1096  # 2023-01-01 .. 2025-12-31
@@ -51,28 +51,6 @@ MIX = {
     "dashboard": "/",
 }
 CSV_QUERY = {"start": "2025-01-01", "end": "2025-10-01", "period": "day", "group_by": "site,vo,user", "format": "csv"}
-
-
-def database_url(db: str) -> str:
-    return f"postgres://postgres@127.0.0.1:5432/{db}"
-
-
-def setup_django(db: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db}"')
-    os.environ["DATABASE_URL"] = database_url(db)
-    os.environ["DJANGO_SECRET_KEY"] = SECRET
-    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
-    os.environ.pop("REDIS_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def seeded_rows() -> int:
@@ -259,7 +237,7 @@ def main() -> None:
         print(json.dumps(client(int(port), token, session, args.requests)))
         return
 
-    setup_django(args.db)
+    setup_django(args.db, SECRET)
     from django.core.management import call_command
 
     existing = seeded_rows()

@@ -32,34 +32,12 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.server import start_gunicorn  # noqa: E402 - after the path is set
+from bench.database import database_url, setup_django  # noqa: E402 - after the path is set
+from bench.server import start_gunicorn  # noqa: E402
 
 VOS, PEOPLE, SITES, DAYS, ROWS_PER_DAY = 50, 5000, 100, 120, 8400
 SECRET = "bench-quotas-secret"  # noqa: S105 - a throwaway key for the local benchmark server
 TARGET_MS = 20.0
-
-
-def database_url(db: str) -> str:
-    return f"postgres://postgres@127.0.0.1:5432/{db}"
-
-
-def setup_django(db: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db}"')
-    os.environ["DATABASE_URL"] = database_url(db)
-    os.environ["DJANGO_SECRET_KEY"] = SECRET
-    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
-    os.environ["DJANGO_EMAIL_BACKEND"] = "django.core.mail.backends.locmem.EmailBackend"
-    os.environ.pop("REDIS_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def person_name(p: int) -> str:
@@ -247,7 +225,7 @@ def main() -> None:
         print(json.dumps(client(int(port), gatekeeper, manager, args.requests)))
         return
 
-    setup_django(args.db)
+    setup_django(args.db, SECRET, env={"DJANGO_EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"})
     from django.db import connection
 
     from accounting.services import quota_alerts

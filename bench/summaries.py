@@ -14,7 +14,6 @@ PostgreSQL COPY into its own database (default gridledger_bench, dropped and re-
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
@@ -24,22 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def setup(db: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{db}"')
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+from bench.database import setup_django  # noqa: E402 - after the path is set
 
 
 def copy_rows(cursor, table: str, columns: list[str], rows) -> None:
@@ -139,7 +123,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--db", default="gridledger_bench")
     args = parser.parse_args()
-    setup(args.db)
+    setup_django(args.db, "bench", fresh=True)
     first = date(2024, 1, 1)
     last = first + timedelta(days=args.days - 1)
     _, (pilots, payloads) = timed("seed (COPY)", lambda: seed(args.pilots, args.payloads_per_pilot, first, args.days))
