@@ -13,6 +13,9 @@ is `payload_unmatched`. CPU and GPU hours are scaled with wall hours.
 Choices (docs/accounting.md): a linked payload's hours count at its pilot's site and resource, so that
 reported hours per (site, day) always equal pilot + batch hours; the bucket's W is what remains of its
 non-payload records after linked payloads took their share, so no pilot hour is given out twice.
+The rule compares time in exact integers (core-microseconds, `units`), so a pilot exactly filled by its
+payloads is exactly full whatever order their parts are summed in (float sums are not: 0.1 + 0.2 + 0.3
+> 0.6), and the set-based SQL engine, whose sums run in no fixed order, gets the same designations.
 Every sum runs over records in natural-key order, so the result does not depend on arrival order, and a
 day's rows depend only on that day, so rebuilding one day alone equals that day of a full rebuild.
 """
@@ -26,6 +29,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from accounting.choices import Designation, RecordKind
 
 ROUND = 9  # decimal places of stored hours
+MICROSECOND = timedelta(microseconds=1)
+UNITS_PER_HOUR = 3_600_000_000  # core-microseconds per core-hour
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +85,20 @@ def day_start(day: date) -> datetime:
 
 def split_days(start: datetime, end: datetime, first: date, last: date) -> list[tuple[date, float]]:
     """Seconds of `[start, end]` that fall on each UTC day from `first` to `last` (days with none left out)."""
+    return [(day, micros / 1_000_000) for day, micros in split_days_us(start, end, first, last)]
+
+
+def split_days_us(start: datetime, end: datetime, first: date, last: date) -> list[tuple[date, int]]:
+    """Whole microseconds of `[start, end]` on each UTC day from `first` to `last` (days with none left out)."""
     out = []
     day = max(start.date(), first)
     stop = min(end.date(), last)
     while day <= stop:
         lo = max(start, day_start(day))
         hi = min(end, day_start(day + timedelta(days=1)))
-        seconds = (hi - lo).total_seconds()
-        if seconds > 0:
-            out.append((day, seconds))
+        micros = (hi - lo) // MICROSECOND
+        if micros > 0:
+            out.append((day, micros))
         day += timedelta(days=1)
     return out
 
@@ -140,36 +150,33 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
     linked, unlinked, pilot_load = link_payloads(records, split)
 
     def pilot_factor(pilot: Rec, day: date) -> float:
-        load = pilot_load.get((pilot.id, day), 0.0)
+        load = pilot_load.get((pilot.id, day), 0)
         if load <= 0:
             return 1.0
-        own = split[pilot.id].get(day, {}).get("wall", 0.0)
+        own = split[pilot.id].get(day, {}).get("units", 0)
         return min(1.0, own / load)
 
-    # Residual share of every non-payload record per day, before bucket matching.
+    # Residual share of every non-payload record per day, before bucket matching, and what is left of it
+    # (core-microseconds) for the buckets.
     residual_share: dict[tuple[int, date], float] = {}
+    bucket_supply: dict[tuple, int] = defaultdict(int)
     for rec in records:
         if rec.kind == RecordKind.PAYLOAD:
             continue
         for day, part in split[rec.id].items():
-            load = pilot_load.get((rec.id, day), 0.0)
-            own = part["wall"]
-            residual_share[rec.id, day] = (max(own - load, 0.0) / own) if own > 0 and load > 0 else (1.0 if load <= 0 else 0.0)
+            load = pilot_load.get((rec.id, day), 0)
+            own = part["units"]
+            residual_share[rec.id, day] = (max(own - load, 0) / own) if own > 0 and load > 0 else (1.0 if load <= 0 else 0.0)
+            bucket_supply[site_of(rec), vo_of(rec), day] += max(own - load, 0)
 
     # 2. Unlinked payloads against the residual of their (site, VO, day) bucket.
-    bucket_supply: dict[tuple, float] = defaultdict(float)
-    bucket_load: dict[tuple, float] = defaultdict(float)
-    for rec in records:
-        if rec.kind == RecordKind.PAYLOAD or rec.id not in split:
-            continue
-        for day, part in split[rec.id].items():
-            bucket_supply[site_of(rec), vo_of(rec), day] += part["wall"] * residual_share[rec.id, day]
+    bucket_load: dict[tuple, int] = defaultdict(int)
     for rec in unlinked:
         for day, part in split[rec.id].items():
-            bucket_load[site_of(rec), rec.vo_id, day] += part["wall"]
+            bucket_load[site_of(rec), rec.vo_id, day] += part["units"]
 
     def bucket_factor(bucket: tuple) -> float:
-        supply, load = bucket_supply.get(bucket, 0.0), bucket_load.get(bucket, 0.0)
+        supply, load = bucket_supply.get(bucket, 0), bucket_load.get(bucket, 0)
         return 1.0 if load <= 0 else min(1.0, supply / load)
 
     # 3. Rows.
@@ -182,7 +189,7 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
                     pilot = linked[rec.id]
                     factor = pilot_factor(pilot, day)
                     site, resource = site_of(pilot), pilot.resource_id
-                elif rec.pilot_ref or bucket_supply.get((site_of(rec), rec.vo_id, day), 0.0) <= 0:
+                elif rec.pilot_ref or bucket_supply.get((site_of(rec), rec.vo_id, day), 0) <= 0:
                     rows.add(rec, day, site_of(rec), rec.resource_id, Designation.PAYLOAD_UNMATCHED, 1.0, part, jobs)
                     continue
                 else:
@@ -197,10 +204,10 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
             bucket = (site_of(rec), vo_of(rec), day)
             share = residual_share[rec.id, day]
             refined = (rec.id, day) in pilot_load
-            supply = bucket_supply.get(bucket, 0.0)
-            load = bucket_load.get(bucket, 0.0)
+            supply = bucket_supply.get(bucket, 0)
+            load = bucket_load.get(bucket, 0)
             if load > 0 and supply > 0:
-                share *= max(supply - load, 0.0) / supply
+                share *= max(supply - load, 0) / supply
                 refined = True
             designation = (
                 Designation.PILOT_RESIDUAL if rec.kind == RecordKind.PILOT or refined else Designation.BATCH
@@ -211,28 +218,30 @@ def summarize(records: list[Rec], first: date, last: date, mappings: Mappings) -
 
 def day_parts(rec: Rec, first: date, last: date) -> dict[date, dict]:
     """A record's core-hours, CPU hours and GPU hours on each day of `first`..`last` it overlaps (and a
-    zero entry on its end day, where its job is counted)."""
+    zero entry on its end day, where its job is counted), with its exact core-microseconds (`units`)."""
     out = {}
-    for day, seconds in split_days(rec.start, rec.end, first, last):
+    for day, micros in split_days_us(rec.start, rec.end, first, last):
+        seconds = micros / 1_000_000
         fraction = seconds / rec.wall_seconds if rec.wall_seconds > 0 else 0.0
         out[day] = {
             "wall": seconds * rec.cores / 3600.0,
             "cpu": rec.cpu_seconds * fraction / 3600.0,
             "gpu": seconds * rec.gpus / 3600.0,
+            "units": micros * rec.cores,
         }
     if first <= end_day(rec) <= last and end_day(rec) not in out:
-        out[end_day(rec)] = {"wall": 0.0, "cpu": 0.0, "gpu": 0.0}
+        out[end_day(rec)] = {"wall": 0.0, "cpu": 0.0, "gpu": 0.0, "units": 0}
     return out
 
 
 def link_payloads(records: list[Rec], split: dict[int, dict]) -> tuple[dict[int, Rec], list[Rec], dict]:
-    """The rule's first step: (payload id -> its pilot, payloads without a pilot id, S per (pilot id, day)).
-    A payload naming a pilot that is not among `records` is in neither (it is unmatched)."""
+    """The rule's first step: (payload id -> its pilot, payloads without a pilot id, S per (pilot id, day)
+    in core-microseconds). A payload naming a pilot that is not among `records` is in neither (it is unmatched)."""
     pilots_by_key = {r.natural_key: r for r in records if r.kind == RecordKind.PILOT}
     pilots_by_glidein = {r.glidein_name: r for r in records if r.kind == RecordKind.PILOT and r.glidein_name}
     linked: dict[int, Rec] = {}
     unlinked: list[Rec] = []
-    load: dict[tuple[int, date], float] = defaultdict(float)
+    load: dict[tuple[int, date], int] = defaultdict(int)
     for rec in records:
         if rec.kind != RecordKind.PAYLOAD:
             continue
@@ -244,7 +253,7 @@ def link_payloads(records: list[Rec], split: dict[int, dict]) -> tuple[dict[int,
             continue
         linked[rec.id] = pilot
         for day, part in split[rec.id].items():
-            load[pilot.id, day] += part["wall"]
+            load[pilot.id, day] += part["units"]
     return linked, unlinked, load
 
 
@@ -257,9 +266,9 @@ def pilot_day_excess(records: list[Rec], first: date, last: date) -> list[tuple[
     pilots = {pilot.id: pilot for pilot in linked.values()}
     out = []
     for (pilot_id, day), claimed in sorted(load.items(), key=lambda item: (item[0][1], pilots[item[0][0]].natural_key)):
-        own = split[pilot_id].get(day, {}).get("wall", 0.0)
-        if claimed > own and claimed > 0:
-            out.append((pilots[pilot_id], day, own, claimed))
+        own = split[pilot_id].get(day, {})
+        if claimed > own.get("units", 0) and claimed > 0:
+            out.append((pilots[pilot_id], day, own.get("wall", 0.0), claimed / UNITS_PER_HOUR))
     return out
 
 

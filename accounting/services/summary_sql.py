@@ -1,8 +1,9 @@
 """The payload-only-refines rule as one set-based PostgreSQL statement (INSERT ... SELECT ... GROUP BY).
 
 It computes exactly what `accounting.services.refine.summarize` computes (the reference, also used on
-SQLite for the demo); tests compare the two on random data. Hours are summed as whole nano-hours
-(int8), exactly, so the sums do not depend on row order: any arrival order gives identical tables.
+SQLite for the demo); tests compare the two on random data. The rule compares time as exact core-
+microseconds (`units`, int8) and hours are summed as whole nano-hours (int8), so no sum depends on row
+order: any arrival order, plan or memory setting gives identical tables.
 """
 from datetime import date, timedelta
 
@@ -33,23 +34,24 @@ PREPARE = [
     SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref,
            COALESCE(s.site_id, 0) AS site_key, COALESCE(s.vo_id, 0) AS vo_key,
            (CASE WHEN s.day = s.end_day THEN 1 ELSE 0 END) AS jobs,
-           GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d,
+           GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d, GREATEST(s.us, 0) * s.cores AS units,
            CASE WHEN s.wall_seconds > 0 AND s.secs > 0 THEN s.cpu * (s.secs / s.wall_seconds) / 3600.0 ELSE 0 END AS cpu_d,
            GREATEST(s.secs, 0) * s.gpus / 3600.0 AS gpu_d
     FROM (
         -- most records lie within one day: no series needed
-        SELECT rec.*, rec.start_day AS day, EXTRACT(EPOCH FROM rec."end" - rec.start)::float8 AS secs
+        SELECT rec.*, rec.start_day AS day, EXTRACT(EPOCH FROM rec."end" - rec.start)::float8 AS secs,
+               (EXTRACT(EPOCH FROM rec."end" - rec.start) * 1000000)::int8 AS us
         FROM gl_rec rec
         WHERE rec.start_day = rec.end_day AND rec.start_day BETWEEN %(first)s AND %(last)s
       UNION ALL
-        SELECT rec.*, g.day,
-               EXTRACT(EPOCH FROM LEAST(rec."end", (g.day + 1)::timestamp AT TIME ZONE 'UTC')
-                                  - GREATEST(rec.start, g.day::timestamp AT TIME ZONE 'UTC'))::float8 AS secs
+        SELECT rec.*, g.day, g.secs::float8 AS secs, (g.secs * 1000000)::int8 AS us
         FROM gl_rec rec
         CROSS JOIN LATERAL (
-            SELECT gs::date AS day
-            FROM generate_series(GREATEST(rec.start_day, %(first)s::date),
-                                 LEAST(rec.end_day, %(last)s::date), interval '1 day') AS gs
+            SELECT d.day, EXTRACT(EPOCH FROM LEAST(rec."end", (d.day + 1)::timestamp AT TIME ZONE 'UTC')
+                                             - GREATEST(rec.start, d.day::timestamp AT TIME ZONE 'UTC')) AS secs
+            FROM (SELECT gs::date AS day
+                  FROM generate_series(GREATEST(rec.start_day, %(first)s::date),
+                                       LEAST(rec.end_day, %(last)s::date), interval '1 day') AS gs) d
         ) g
         WHERE rec.start_day < rec.end_day
     ) s
@@ -95,23 +97,24 @@ PREPARE = [
 SQL = """
 WITH
 pilot_load AS MATERIALIZED (
-    SELECT l.pilot_id, pa.day, SUM(pa.wall_d) AS load
+    SELECT l.pilot_id, pa.day, SUM(pa.units)::int8 AS load
     FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id
     GROUP BY l.pilot_id, pa.day
 ),
 nonpay AS MATERIALIZED (
     SELECT pa.*, (pl.pilot_id IS NOT NULL) AS linked_refined,
            CASE WHEN pl.load IS NULL OR pl.load <= 0 THEN 1.0
-                WHEN pa.wall_d > 0 THEN GREATEST(pa.wall_d - pl.load, 0) / pa.wall_d
-                ELSE 0.0 END AS rshare
+                WHEN pa.units > 0 THEN GREATEST(pa.units - pl.load, 0)::float8 / pa.units
+                ELSE 0.0 END AS rshare,
+           GREATEST(pa.units - COALESCE(pl.load, 0), 0) AS left_units
     FROM gl_parts pa LEFT JOIN pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
     WHERE pa.kind <> 'payload'
 ),
 supply AS MATERIALIZED (
-    SELECT site_key, vo_key, day, SUM(wall_d * rshare) AS supply FROM nonpay GROUP BY site_key, vo_key, day
+    SELECT site_key, vo_key, day, SUM(left_units)::int8 AS supply FROM nonpay GROUP BY site_key, vo_key, day
 ),
 bucket_load AS MATERIALIZED (
-    SELECT site_key, vo_key, day, SUM(wall_d) AS load FROM gl_parts
+    SELECT site_key, vo_key, day, SUM(units)::int8 AS load FROM gl_parts
     WHERE kind = 'payload' AND pilot_ref = '' GROUP BY site_key, vo_key, day
 ),
 pay AS (
@@ -122,10 +125,10 @@ pay AS (
              ELSE 'payload' END AS designation,
            CASE
              WHEN l.pilot_id IS NOT NULL THEN
-               CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.wall_d, 0) / pl.load) END
+               CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.units, 0)::float8 / pl.load) END
              WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 1.0
              WHEN COALESCE(b.load, 0) <= 0 THEN 1.0
-             ELSE LEAST(1.0, s.supply / b.load) END AS factor
+             ELSE LEAST(1.0, s.supply::float8 / b.load) END AS factor
     FROM gl_parts pa
     LEFT JOIN gl_links l ON l.payload_id = pa.id
     LEFT JOIN gl_pilots lp ON lp.pilot_id = l.pilot_id
@@ -153,7 +156,7 @@ contrib AS (
     LEFT JOIN supply s ON s.site_key = n.site_key AND s.vo_key = n.vo_key AND s.day = n.day
     LEFT JOIN bucket_load b ON b.site_key = n.site_key AND b.vo_key = n.vo_key AND b.day = n.day
     CROSS JOIN LATERAL (SELECT n.rshare * CASE WHEN COALESCE(b.load, 0) > 0 AND COALESCE(s.supply, 0) > 0
-                                             THEN GREATEST(s.supply - b.load, 0) / s.supply ELSE 1.0 END AS share) sh
+                                             THEN GREATEST(s.supply - b.load, 0)::float8 / s.supply ELSE 1.0 END AS share) sh
 ),
 bench AS (
     SELECT resource_id, valid_from, hs06,
@@ -181,14 +184,14 @@ GROUP BY c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
 
 
 PILOT_DAY_EXCESS = """
-SELECT p.natural_key, l.day, COALESCE(res.site_id, p.site_id), p.vo_id, COALESCE(own.wall_d, 0), l.load
-FROM (SELECT l.pilot_id, pa.day, SUM(pa.wall_d) AS load
+SELECT p.natural_key, l.day, COALESCE(res.site_id, p.site_id), p.vo_id, COALESCE(own.wall_d, 0), l.load::float8 / 3600000000.0
+FROM (SELECT l.pilot_id, pa.day, SUM(pa.units)::int8 AS load
       FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id GROUP BY l.pilot_id, pa.day) l
 LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = l.day
 JOIN accounting_usagerecord p ON p.id = l.pilot_id
 LEFT JOIN accounting_resource res ON res.id = p.resource_id
-WHERE l.load > COALESCE(own.wall_d, 0) AND l.load > 0
-ORDER BY l.day DESC, l.load - COALESCE(own.wall_d, 0) DESC, p.natural_key
+WHERE l.load > COALESCE(own.units, 0) AND l.load > 0
+ORDER BY l.day DESC, l.load - COALESCE(own.units, 0) DESC, p.natural_key
 """
 
 

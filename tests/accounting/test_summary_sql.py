@@ -134,3 +134,29 @@ def test_pilot_days_with_excess_sql_equals_reference(seed):
         assert (own, claimed) == pytest.approx(reference[key], abs=1e-6)
         assert claimed > own
     UsageRecord.objects.all().delete()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("order", [(1, 2, 3), (3, 2, 1), (2, 3, 1)])
+@pytest.mark.parametrize("engine", ["sql", "python"])
+def test_pilot_exactly_filled_has_no_excess_whatever_the_summing_order(order, engine):
+    """A 1-core pilot of 2,160 s (0.6 core-hours) runs payloads of 360, 720 and 1,080 s (0.1, 0.2 and 0.3
+    core-hours): it is exactly full. As floats 0.1 + 0.2 + 0.3 = 0.6000000000000001 > 0.6, which once made
+    a payload_excess row (and a factor below 1) depending on the order the database summed the parts."""
+    site = Site.objects.create(name="S")
+    vo = VO.objects.create(name="vo")
+    start = T0 + timedelta(hours=1)
+    common = {"record_hash": "x", "source_format": "t", "site": site, "vo": vo, "cores": 1}
+    UsageRecord.objects.create(kind="pilot", natural_key="f#1.0", start=start, end=start + timedelta(seconds=2160),
+                               wall_seconds=2160, **common)  # fmt: skip
+    offsets = {1: 0, 2: 360, 3: 1080}
+    for tenths in order:  # ids, hence the database's physical order, follow `order`
+        begin = start + timedelta(seconds=offsets[tenths])
+        UsageRecord.objects.create(kind="payload", natural_key=f"ap#{tenths}", pilot_ref="f#1.0", start=begin,
+                                   end=begin + timedelta(seconds=360 * tenths), wall_seconds=360 * tenths, **common)  # fmt: skip
+    if engine == "sql":
+        rebuild(FIRST, LAST)
+    else:
+        rebuild_chunk_python(FIRST, LAST, load_mappings())
+    hours = {d: h for d, h in DailyUsage.objects.values_list("designation", "wall_hours")}
+    assert hours == {"payload": pytest.approx(0.6, abs=1e-9), "pilot_residual": 0.0}
