@@ -9,7 +9,7 @@
 Data: 100,000 pilots and 1,000,000 payloads over 90 days, 60 sites, 20 VOs, 2,000 people, loaded with
 PostgreSQL COPY into its own database (default gridledger_bench, dropped and re-created).
 
-    .venv/bin/python bench/summaries.py [--pilots 100000] [--payloads-per-pilot 10] [--db gridledger_bench]
+    .venv/bin/python bench/summaries.py [--pilots 100000] [--payloads-per-pilot 10] [--db gridledger_bench] [--reuse]
 """
 from __future__ import annotations
 
@@ -108,6 +108,20 @@ FLOOR = [
 FLOOR_TEMP = ["DROP TABLE IF EXISTS floor_temp", "CREATE TEMP TABLE floor_temp AS" + FLOOR_SELECT]
 
 
+def seeded(db: str, pilots: int, per_pilot: int) -> bool:
+    """Whether `db` holds a seed of these sizes (with --reuse: skip the minutes of seeding)."""
+    import psycopg
+
+    from bench.database import database_url
+
+    try:
+        with psycopg.connect(database_url(db)) as conn:
+            count = conn.execute("SELECT count(*), count(*) FILTER (WHERE kind = 'pilot') FROM accounting_usagerecord").fetchone()
+    except psycopg.Error:
+        return False
+    return count is not None and tuple(count) == (pilots * (1 + per_pilot), pilots)
+
+
 def timed(label: str, func):
     start = time.perf_counter()
     result = func()
@@ -122,11 +136,21 @@ def main() -> None:
     parser.add_argument("--payloads-per-pilot", type=int, default=10)
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--db", default="gridledger_bench")
+    parser.add_argument("--reuse", action="store_true", help="reuse the seed of an earlier run with the same sizes")
     args = parser.parse_args()
-    setup_django(args.db, "bench", fresh=True)
     first = date(2024, 1, 1)
     last = first + timedelta(days=args.days - 1)
-    _, (pilots, payloads) = timed("seed (COPY)", lambda: seed(args.pilots, args.payloads_per_pilot, first, args.days))
+    if args.reuse and seeded(args.db, args.pilots, args.payloads_per_pilot):
+        setup_django(args.db, "bench")
+        pilots, payloads = args.pilots, args.pilots * args.payloads_per_pilot
+        print(f"reusing the seed in {args.db}; dropping its summaries")
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # empty, as after a fresh seed (no dead rows left behind)
+            cursor.execute("TRUNCATE accounting_dailyusage, accounting_categorydaily, accounting_summaryrun")
+    else:
+        setup_django(args.db, "bench", fresh=True)
+        _, (pilots, payloads) = timed("seed (COPY)", lambda: seed(args.pilots, args.payloads_per_pilot, first, args.days))
     print(f"data: {pilots} pilots, {payloads} payloads, {args.days} days, 60 sites, 20 VOs, 2000 people")
 
     from django.db import connection, transaction

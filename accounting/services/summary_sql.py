@@ -11,8 +11,9 @@ from django.db import connection
 
 from accounting.services.refine import day_start
 
-# Step 1: the records of the range and their day parts, in analysed temp tables (real row counts for the
-# planner). A record overlapping the range starts at most `max_span` before it, so the scan is a range on start.
+# Step 1: the records of the range, the payloads' links to their pilots and the records' day parts, in
+# analysed temp tables (real row counts for the planner). A record overlapping the range starts at most
+# `max_span` before it, so the scan is a range on start.
 PREPARE = [
     "DROP TABLE IF EXISTS gl_rec, gl_parts, gl_links, gl_pilots",
     """
@@ -30,8 +31,27 @@ PREPARE = [
     WHERE NOT r.void AND r.start < %(hi)s AND r.start >= %(earliest)s AND r."end" >= %(lo)s
     """,
     """
+    CREATE TEMP TABLE gl_links ON COMMIT DROP AS
+    SELECT pay.id AS payload_id, k.id AS pilot_id
+    FROM gl_rec pay
+    JOIN accounting_usagerecord k ON k.natural_key = pay.pilot_ref
+    WHERE pay.kind = 'payload' AND pay.pilot_ref <> '' AND k.kind = 'pilot' AND NOT k.void
+    """,
+    # Payloads naming their pilot by its glidein startd name (glidein_<pid>_<rand>@host) instead.
+    """
+    INSERT INTO gl_links (payload_id, pilot_id)
+    SELECT DISTINCT ON (pay.id) pay.id, g.id
+    FROM gl_rec pay
+    JOIN accounting_pilotdetails gd ON gd.glidein_name = pay.pilot_ref
+    JOIN accounting_usagerecord g ON g.id = gd.record_id AND g.kind = 'pilot' AND NOT g.void
+    WHERE pay.kind = 'payload' AND pay.pilot_ref LIKE 'glidein%%'
+      AND NOT EXISTS (SELECT 1 FROM gl_links l WHERE l.payload_id = pay.id)
+    ORDER BY pay.id, g.natural_key DESC
+    """,
+    # The day parts of every record, with the pilot a linked payload runs in (pilot_id).
+    """
     CREATE TEMP TABLE gl_parts ON COMMIT DROP AS
-    SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref,
+    SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref, lk.pilot_id,
            COALESCE(s.site_id, 0) AS site_key, COALESCE(s.vo_id, 0) AS vo_key,
            (CASE WHEN s.day = s.end_day THEN 1 ELSE 0 END) AS jobs,
            GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d, GREATEST(s.us, 0) * s.cores AS units,
@@ -55,25 +75,8 @@ PREPARE = [
         ) g
         WHERE rec.start_day < rec.end_day
     ) s
+    LEFT JOIN gl_links lk ON lk.payload_id = s.id
     WHERE s.secs > 0 OR s.day = s.end_day
-    """,
-    """
-    CREATE TEMP TABLE gl_links ON COMMIT DROP AS
-    SELECT pay.id AS payload_id, k.id AS pilot_id
-    FROM gl_rec pay
-    JOIN accounting_usagerecord k ON k.natural_key = pay.pilot_ref
-    WHERE pay.kind = 'payload' AND pay.pilot_ref <> '' AND k.kind = 'pilot' AND NOT k.void
-    """,
-    # Payloads naming their pilot by its glidein startd name (glidein_<pid>_<rand>@host) instead.
-    """
-    INSERT INTO gl_links (payload_id, pilot_id)
-    SELECT DISTINCT ON (pay.id) pay.id, g.id
-    FROM gl_rec pay
-    JOIN accounting_pilotdetails gd ON gd.glidein_name = pay.pilot_ref
-    JOIN accounting_usagerecord g ON g.id = gd.record_id AND g.kind = 'pilot' AND NOT g.void
-    WHERE pay.kind = 'payload' AND pay.pilot_ref LIKE 'glidein%%'
-      AND NOT EXISTS (SELECT 1 FROM gl_links l WHERE l.payload_id = pay.id)
-    ORDER BY pay.id, g.natural_key DESC
     """,
     # The linked pilots' site (mapped) and resource: from gl_rec when the pilot overlaps the range (almost
     # always), else from the table.
@@ -97,9 +100,15 @@ PREPARE = [
 SQL = """
 WITH
 pilot_load AS MATERIALIZED (
-    SELECT l.pilot_id, pa.day, SUM(pa.units)::int8 AS load
-    FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id
-    GROUP BY l.pilot_id, pa.day
+    SELECT pilot_id, day, SUM(units)::int8 AS load FROM gl_parts WHERE pilot_id IS NOT NULL GROUP BY pilot_id, day
+),
+-- per (pilot, day) with linked payloads: S (load), W (own) and the payloads' factor min(1, W/S)
+pilot_day AS MATERIALIZED (
+    SELECT pl.pilot_id, pl.day, lp.pilot_site, lp.pilot_resource,
+           CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.units, 0)::float8 / pl.load) END AS factor
+    FROM pilot_load pl
+    LEFT JOIN gl_parts own ON own.id = pl.pilot_id AND own.day = pl.day AND own.kind = 'pilot'
+    LEFT JOIN gl_pilots lp ON lp.pilot_id = pl.pilot_id
 ),
 nonpay AS MATERIALIZED (
     SELECT pa.*, (pl.pilot_id IS NOT NULL) AS linked_refined,
@@ -117,36 +126,38 @@ bucket_load AS MATERIALIZED (
     SELECT site_key, vo_key, day, SUM(units)::int8 AS load FROM gl_parts
     WHERE kind = 'payload' AND pilot_ref = '' GROUP BY site_key, vo_key, day
 ),
-pay AS (
-    SELECT pa.*, l.pilot_id, lp.pilot_site, lp.pilot_resource,
-           CASE
-             WHEN l.pilot_id IS NOT NULL THEN 'payload'
-             WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 'payload_unmatched'
-             ELSE 'payload' END AS designation,
-           CASE
-             WHEN l.pilot_id IS NOT NULL THEN
-               CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.units, 0)::float8 / pl.load) END
-             WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 1.0
-             WHEN COALESCE(b.load, 0) <= 0 THEN 1.0
-             ELSE LEAST(1.0, s.supply::float8 / b.load) END AS factor
+-- payloads without a pilot in the range: matched by (site, VO, day) bucket, or unmatched
+unlinked AS MATERIALIZED (
+    SELECT pa.*,
+           CASE WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 THEN 'payload_unmatched' ELSE 'payload' END AS designation,
+           CASE WHEN pa.pilot_ref <> '' OR COALESCE(s.supply, 0) <= 0 OR COALESCE(b.load, 0) <= 0 THEN 1.0
+                ELSE LEAST(1.0, s.supply::float8 / b.load) END AS factor
     FROM gl_parts pa
-    LEFT JOIN gl_links l ON l.payload_id = pa.id
-    LEFT JOIN gl_pilots lp ON lp.pilot_id = l.pilot_id
-    LEFT JOIN pilot_load pl ON pl.pilot_id = l.pilot_id AND pl.day = pa.day
-    LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = pa.day
     LEFT JOIN supply s ON s.site_key = pa.site_key AND s.vo_key = pa.vo_key AND s.day = pa.day
     LEFT JOIN bucket_load b ON b.site_key = pa.site_key AND b.vo_key = pa.vo_key AND b.day = pa.day
-    WHERE pa.kind = 'payload'
+    WHERE pa.kind = 'payload' AND pa.pilot_id IS NULL
 ),
 contrib AS (
-    SELECT p.day, CASE WHEN p.pilot_id IS NULL THEN p.site_id ELSE p.pilot_site END AS site_id,
-           CASE WHEN p.pilot_id IS NULL THEN p.resource_id ELSE p.pilot_resource END AS resource_id,
-           p.vo_id, p.person_id, p.project_id, p.kind, v.designation, v.jobs,
-           p.wall_d * v.share AS wall, p.cpu_d * v.share AS cpu, p.gpu_d * v.share AS gpu
-    FROM pay p
-    CROSS JOIN LATERAL (VALUES (p.designation, p.factor, p.jobs),
-                               ('payload_excess', 1.0 - p.factor, 0)) AS v(designation, share, jobs)
-    WHERE v.designation <> 'payload_excess' OR (p.designation = 'payload' AND p.factor < 1.0 AND p.wall_d > 0)
+    -- linked payloads, at their pilot's site and resource, scaled by their pilot-day's factor
+    SELECT pa.day, pd.pilot_site AS site_id, pd.pilot_resource AS resource_id, pa.vo_id, pa.person_id, pa.project_id,
+           pa.kind, 'payload' AS designation, pa.jobs, pa.wall_d * pd.factor AS wall, pa.cpu_d * pd.factor AS cpu,
+           pa.gpu_d * pd.factor AS gpu
+    FROM gl_parts pa JOIN pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
+  UNION ALL
+    -- ... and what their pilot-day could not hold (only pilot-days with S > W)
+    SELECT pa.day, pd.pilot_site, pd.pilot_resource, pa.vo_id, pa.person_id, pa.project_id, pa.kind,
+           'payload_excess', 0, pa.wall_d * (1.0 - pd.factor), pa.cpu_d * (1.0 - pd.factor), pa.gpu_d * (1.0 - pd.factor)
+    FROM gl_parts pa JOIN pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
+    WHERE pd.factor < 1.0 AND pa.wall_d > 0
+  UNION ALL
+    SELECT u.day, u.site_id, u.resource_id, u.vo_id, u.person_id, u.project_id, u.kind, u.designation, u.jobs,
+           u.wall_d * u.factor, u.cpu_d * u.factor, u.gpu_d * u.factor
+    FROM unlinked u
+  UNION ALL
+    SELECT u.day, u.site_id, u.resource_id, u.vo_id, u.person_id, u.project_id, u.kind, 'payload_excess', 0,
+           u.wall_d * (1.0 - u.factor), u.cpu_d * (1.0 - u.factor), u.gpu_d * (1.0 - u.factor)
+    FROM unlinked u
+    WHERE u.designation = 'payload' AND u.factor < 1.0 AND u.wall_d > 0
   UNION ALL
     SELECT n.day, n.site_id, n.resource_id, n.vo_id, n.person_id, n.project_id, n.kind,
            CASE WHEN n.kind = 'pilot' OR n.linked_refined OR (COALESCE(b.load, 0) > 0 AND COALESCE(s.supply, 0) > 0)
@@ -185,8 +196,8 @@ GROUP BY c.day, c.site_id, c.resource_id, c.vo_id, c.person_id, c.project_id,
 
 PILOT_DAY_EXCESS = """
 SELECT p.natural_key, l.day, COALESCE(res.site_id, p.site_id), p.vo_id, COALESCE(own.wall_d, 0), l.load::float8 / 3600000000.0
-FROM (SELECT l.pilot_id, pa.day, SUM(pa.units)::int8 AS load
-      FROM gl_parts pa JOIN gl_links l ON l.payload_id = pa.id GROUP BY l.pilot_id, pa.day) l
+FROM (SELECT pilot_id, day, SUM(units)::int8 AS load
+      FROM gl_parts WHERE pilot_id IS NOT NULL GROUP BY pilot_id, day) l
 LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = l.day
 JOIN accounting_usagerecord p ON p.id = l.pilot_id
 LEFT JOIN accounting_resource res ON res.id = p.resource_id
