@@ -63,7 +63,7 @@ def _runs(bounds: dict, pilots) -> dict[int, list[Run]]:
     """Job runs per pilot overlapping the days: the pilot's own startd history, else its linked payloads."""
     runs: dict[int, list[Run]] = defaultdict(list)
     startd = PilotJobRun.objects.filter(pilot__in=pilots.values("id"))
-    for pilot_id, *values in startd.values_list(*RUN_COLUMNS).iterator(chunk_size=20000):
+    for pilot_id, *values in startd.order_by().values_list(*RUN_COLUMNS).iterator(chunk_size=20000):
         runs[pilot_id].append(Run(*values))
     from_startd = set(runs)
     with connection.cursor() as cursor:
@@ -90,7 +90,8 @@ def rebuild_categories(first: date, last: date, span: timedelta | None = None) -
     runs = _runs(bounds, pilots)
     window = settings.GRIDLEDGER_EARLY_WINDOW_SECONDS
     totals: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for row in pilots.values_list(*PILOT_COLUMNS).iterator(chunk_size=20000):
+    # No ORDER BY: with the model's default ordering the server-side cursor's plan fetched 2,300 pilots in 0.74 s, not 0.06 s.
+    for row in pilots.order_by().values_list(*PILOT_COLUMNS).iterator(chunk_size=20000):
         (pk, start, end, cores, memory, gpus, site, resource, mapped_site, vo, condor_started, claims, validation,
          condor_seconds, metrics, frontend) = row  # fmt: skip
         pilot = Pilot(start=start, end=end, cores=cores, memory_mb=memory, gpus=gpus, condor_started=condor_started,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from accounting.choices import CANONICAL_MB_PER_CORE, Category
 from accounting.services.refine import day_start
@@ -94,18 +94,33 @@ def whole(pilot: Pilot, category: str) -> Totals:
     return out
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+DAY_US = 86_400_000_000
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def to_us(moment: datetime) -> int:
+    """Whole microseconds since the epoch: exact, and cheap to compare and subtract."""
+    return (moment - EPOCH) // MICROSECOND
+
+
 def classify_exact(pilot: Pilot, runs: list[Run], early_window: float) -> Totals:
-    """Exact mode: the interval sweep described in the module docstring."""
+    """Exact mode: the interval sweep described in the module docstring. Times are whole microseconds
+    since the epoch, so every piece's seconds equal `timedelta.total_seconds()` of the same piece."""
+    p_start, p_end = to_us(pilot.start), to_us(pilot.end)
     clipped = []
     for run in runs:
-        start, end = max(run.start, pilot.start), min(run.end, pilot.end)
+        start, end = max(to_us(run.start), p_start), min(to_us(run.end), p_end)
         if end > start:
             clipped.append((start, end, max(run.cores, 0), run.memory_mb, max(run.gpus, 0), job_category(run, pilot.end, early_window)))
-    cuts = {pilot.start, pilot.end}
+    cuts = {p_start, p_end}
     for start, end, *_ in clipped:
-        cuts.update((start, end))
+        cuts.add(start)
+        cuts.add(end)
     cuts = sorted(cuts)
     out: Totals = defaultdict(lambda: [0.0, 0.0])
+    days: dict[int, date] = {}
     cores, gpus = pilot.cores, pilot.gpus
     clipped.sort(key=lambda job: job[0])
     waiting, running = 0, []  # a sweep: every job start and end is a cut, so a job runs in [a, b) iff start <= a < end
@@ -114,8 +129,13 @@ def classify_exact(pilot: Pilot, runs: list[Run], early_window: float) -> Totals
             running.append(clipped[waiting])
             waiting += 1
         running = [job for job in running if job[1] > a]
-        for day, x, y in split_at_midnight(a, b):
-            seconds = (y - x).total_seconds()
+        x = a
+        while x < b:  # the piece [x, y) of [a, b) within one UTC day
+            number = x // DAY_US
+            y = min(b, (number + 1) * DAY_US)
+            day = days.get(number) or days.setdefault(number, date.fromordinal(EPOCH_ORDINAL + number))
+            seconds = (y - x) / 1_000_000
+            x = y
             if not running:
                 out[day, Category.OVERHEAD][0] += cores * seconds
                 out[day, Category.OVERHEAD][1] += gpus * seconds

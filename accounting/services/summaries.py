@@ -141,12 +141,14 @@ def _lock_days(first: date, last: date) -> None:
 
 
 def _longest_record_and_no_jit() -> timedelta | None:
-    """PostgreSQL: the longest record's span (bounds every range scan of the rebuild), and JIT off for the
-    rebuild's transaction (compiling its statements costs more than it saves, most of all for one day)."""
+    """PostgreSQL: the longest record's span (bounds every range scan of the rebuild), JIT off for the
+    rebuild's transaction (compiling its statements costs more than it saves, most of all for one day) and
+    more sort and hash memory than the server's default (a 90-day range sorts and hashes millions of rows)."""
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
         return longest_record(cursor)
 
 

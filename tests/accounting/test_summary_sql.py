@@ -160,3 +160,34 @@ def test_pilot_exactly_filled_has_no_excess_whatever_the_summing_order(order, en
         rebuild_chunk_python(FIRST, LAST, load_mappings())
     hours = {d: h for d, h in DailyUsage.objects.values_list("designation", "wall_hours")}
     assert hours == {"payload": pytest.approx(0.6, abs=1e-9), "pilot_residual": 0.0}
+
+
+def table_with_ids():
+    return {row[0]: row[1:] for row in DailyUsage.objects.values_list("id", *[f.attname for f in DailyUsage._meta.fields if f.name != "id"])}
+
+
+@pytest.mark.django_db
+def test_rebuild_writes_only_the_rows_that_changed():
+    make_world(11)
+    rebuild(FIRST, LAST)
+    built = table_with_ids()
+    assert built
+    rebuild(FIRST, LAST)  # nothing changed: every row is kept as it was, ids included
+    assert table_with_ids() == built
+
+    # a new payload on the third day changes some rows of that day only
+    site, vo = Site.objects.first(), VO.objects.first()
+    start = T0 + timedelta(days=2, hours=3)
+    UsageRecord.objects.create(kind="payload", natural_key="new#1", record_hash="x", source_format="t", start=start,
+                               end=start + timedelta(hours=2), wall_seconds=7200, cores=3, site=site, vo=vo)  # fmt: skip
+    DailyUsage.objects.create(**{**DailyUsage.objects.values().first(), "id": None})  # a stray duplicate goes too
+    rebuild(FIRST, LAST)
+    after = table_with_ids()
+    kept = {pk for pk in after if pk in built}
+    assert kept and len(kept) < len(after)
+    assert all(after[pk] == built[pk] for pk in kept)
+    assert {row[0] for pk, row in after.items() if pk not in built} == {FIRST + timedelta(days=2)}
+    incremental = table()
+    DailyUsage.objects.all().delete()
+    rebuild(FIRST, LAST)  # from an empty table: the same rows
+    assert table() == incremental
