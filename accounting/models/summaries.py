@@ -22,8 +22,9 @@ class DailyUsage(models.Model):
     day = models.DateField()
     site = models.ForeignKey("accounting.Site", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
     resource = models.ForeignKey("accounting.Resource", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
-    vo = models.ForeignKey("accounting.VO", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
-    person = models.ForeignKey("accounting.Person", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
+    # vo and person: no single-column index, the (vo, day) and (person, day) indexes below lead with them
+    vo = models.ForeignKey("accounting.VO", null=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False)
+    person = models.ForeignKey("accounting.Person", null=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False)
     project = models.ForeignKey("accounting.Project", null=True, on_delete=models.DO_NOTHING, db_constraint=False)
     science_domain = models.ForeignKey(
         "accounting.ScienceDomain", null=True, on_delete=models.DO_NOTHING, db_constraint=False
