@@ -115,12 +115,27 @@ def rebuild_categories(first: date, last: date, span: timedelta | None = None) -
                 totals[(day, *key, category, False)][0] += values[0]
     CategoryDaily.objects.filter(day__gte=first, day__lte=last).delete()
     rows = [
-        CategoryDaily(day=day, site_id=site, resource_id=resource, vo_id=vo, category=category, estimated=estimated,
-                      core_hours=round(values[0] / 3600, ROUND), gpu_hours=round(values[1] / 3600, ROUND))  # fmt: skip
+        (day, site, resource, vo, category, estimated, round(values[0] / 3600, ROUND), round(values[1] / 3600, ROUND))
         for (day, site, resource, vo, category, estimated), values in sorted(totals.items(), key=lambda kv: repr(kv[0]))
     ]
-    CategoryDaily.objects.bulk_create(rows, batch_size=5000)
+    _write(rows)
     return len(rows)
+
+
+CATEGORY_COLUMNS = ("day", "site_id", "resource_id", "vo_id", "category", "estimated", "core_hours", "gpu_hours")
+
+
+def _write(rows: list[tuple]) -> None:
+    """Insert category rows: COPY on PostgreSQL (the ORM's bulk_create spent ~0.1 s building SQL for one
+    day's 2,000 rows), bulk_create elsewhere."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {CategoryDaily._meta.db_table} ({', '.join(CATEGORY_COLUMNS)}) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    CategoryDaily.objects.bulk_create([CategoryDaily(**dict(zip(CATEGORY_COLUMNS, row, strict=True))) for row in rows], batch_size=5000)
 
 
 # --- Queries (CONTRACT.md `GET /api/v1/categories/`) -------------------------------------------------------
