@@ -245,6 +245,9 @@ DIFF = [
     "DROP TABLE IF EXISTS gl_new, gl_keep",
     "CREATE TEMP TABLE gl_new (nid bigint GENERATED ALWAYS AS IDENTITY, LIKE accounting_dailyusage INCLUDING IDENTITY) ON COMMIT DROP",
     SQL.replace("INSERT INTO accounting_dailyusage", "INSERT INTO gl_new"),
+    # The planner expects ~1 match from 14 equalities and picks a merge join, sorting both sides on all 14
+    # columns (0.2 s for one day's 18,000 rows); the hash join takes 0.025 s.
+    "SET LOCAL enable_mergejoin = off",
     f"""
     CREATE TEMP TABLE gl_keep ON COMMIT DROP AS
     SELECT n.nid, min(d.id) AS id
@@ -252,6 +255,7 @@ DIFF = [
     WHERE d.day BETWEEN %(first)s AND %(last)s
     GROUP BY n.nid
     """,
+    "RESET enable_mergejoin",
     """
     DELETE FROM accounting_dailyusage d
     WHERE d.day BETWEEN %(first)s AND %(last)s AND NOT EXISTS (SELECT 1 FROM gl_keep k WHERE k.id = d.id)
