@@ -23,6 +23,7 @@ MAX_MEMORY_MB = 64 * 1024 * 1024  # 64 TB: more than any node
 NAME_LIMITS = {"site": 200, "resource": 255, "vo": 200, "project": 200, "person": 500}
 EARLIEST = datetime(1995, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)
+RECORD_KINDS = frozenset(RecordKind.values)  # RecordKind.values builds a new list on every access
 
 
 @dataclass(slots=True)
@@ -127,7 +128,7 @@ def check_record(record: ParsedRecord, now: datetime) -> None:
         raise RecordInvalid(f"absurd core count ({record.cores})")
     if record.gpus < 0 or record.gpus > MAX_CORES:
         raise RecordInvalid(f"absurd GPU count ({record.gpus})")
-    if record.kind not in RecordKind.values:
+    if record.kind not in RECORD_KINDS:
         raise RecordInvalid(f"unknown record kind {record.kind!r}")
     if not record.natural_key or len(record.natural_key) > 500:
         raise RecordInvalid("missing or over-long job identifier")
