@@ -7,6 +7,7 @@ transaction, with bulk statements (never one INSERT per row).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -17,6 +18,12 @@ from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Re
 from ingest.parsers.base import ParsedRecord
 
 BATCH_SIZE = 2000
+Run = Callable[..., None]  # run(work, *args): `call` at once, or `pipeline.Writer.submit`
+
+
+def call(work: Callable, *args) -> None:
+    work(*args)
+
 # Several sources describe the same pilot. A more detailed source is never overwritten by a coarser one, so
 # the stored pilot (and the summaries) do not depend on the order the sources arrive in.
 # job.out (measured start and end) > schedd history > completed_jobs (its end is when the factory logged it).
@@ -118,10 +125,11 @@ class LoadCounts:
 class RecordLoader:
     """Buffers parsed records of one bundle and writes them in batches (see the module docstring)."""
 
-    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int = BATCH_SIZE, run: Run = call) -> None:
         self.bundle_id = bundle_id
         self.source_format = source_format
         self.batch_size = batch_size
+        self.run = run  # how a batch's write is run: at once, or queued on the ingest's writer thread
         self.dimensions = DimensionCache()
         self.counts = LoadCounts()
         self.buffer: list[tuple[ParsedRecord, str]] = []
@@ -135,6 +143,9 @@ class RecordLoader:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
+        self.run(self._write_batch, batch)
+
+    def _write_batch(self, batch: list[tuple[ParsedRecord, str]]) -> None:
         with transaction.atomic():
             self._write(batch)
 
