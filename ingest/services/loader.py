@@ -125,10 +125,10 @@ class LoadCounts:
 class RecordLoader:
     """Buffers parsed records of one bundle and writes them in batches (see the module docstring)."""
 
-    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int = BATCH_SIZE, run: Run = call) -> None:
+    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int | None = None, run: Run = call) -> None:
         self.bundle_id = bundle_id
         self.source_format = source_format
-        self.batch_size = batch_size
+        self.batch_size = batch_size or BATCH_SIZE
         self.run = run  # how a batch's write is run: at once, or queued on the ingest's writer thread
         self.dimensions = DimensionCache()
         self.counts = LoadCounts()
