@@ -7,12 +7,14 @@ transaction, with bulk statements (never one INSERT per row).
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import UniqueViolation
 
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
 from ingest.parsers.base import ParsedRecord
@@ -61,6 +63,9 @@ UPSERT = (
     f"AND {_RANK_SQL.format('u.source_format')} <= {_RANK_SQL.format('EXCLUDED.source_format')} "
     "RETURNING u.id, u.natural_key, (u.xmax = 0)"
 )
+# A batch of jobs none of which is stored yet goes straight into the table, with ids taken beforehand.
+NEW_IDS = "SELECT nextval(pg_get_serial_sequence('accounting_usagerecord', 'id')) FROM generate_series(1, %s)"
+COPY_RECORDS = f'COPY accounting_usagerecord ("id", {STAGE_COLUMN_LIST}) FROM STDIN'
 UPDATE_FIELDS = [
     "kind", "record_hash", "source_format", "bundle", "source_file", "source_line", "site", "resource", "vo",
     "person", "project", "fqan", "local_user", "pilot_ref", "start", "end", "wall_seconds", "cores", "memory_mb",
@@ -68,11 +73,17 @@ UPDATE_FIELDS = [
 ]  # fmt: skip
 
 
+_RECORD_VALUES = operator.attrgetter(*RECORD_FIELDS)
+_PILOT_VALUES = operator.attrgetter(*PILOT_FIELDS)
+
+
 def record_hash(record: ParsedRecord) -> str:
-    """A digest of everything a record says, so a changed re-send is told from an identical one."""
-    parts = [repr(getattr(record, name)) for name in RECORD_FIELDS]
+    """A digest of everything a record says, so a changed re-send is told from an identical one.
+
+    Stored in every row: the text hashed must never change, or every re-send would count as a change."""
+    parts = list(map(repr, _RECORD_VALUES(record)))
     if record.pilot is not None:
-        parts += [repr(getattr(record.pilot, name)) for name in PILOT_FIELDS]
+        parts += map(repr, _PILOT_VALUES(record.pilot))
     if record.extra:
         parts.append(repr(record.extra))
     return hashlib.sha1("\x1f".join(parts).encode("utf-8"), usedforsecurity=False).hexdigest()
@@ -173,10 +184,14 @@ class RecordLoader:
             self._write_runs(runs, pks)
 
     def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
-        """PostgreSQL: COPY the batch into a staging table, then one INSERT ... ON CONFLICT DO UPDATE.
+        """PostgreSQL: COPY a batch of new jobs straight into the table (`_insert_new`); any other batch into a
+        staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
         Returns {natural key: id} of the rows inserted or changed."""
         now = timezone.now()
+        pks = self._insert_new(latest, now)
+        if pks is not None:
+            return pks
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
@@ -205,6 +220,25 @@ class RecordLoader:
             record = latest[key][0]
             self.counts.touch(record.start, record.end)
         return {key: pk for pk, key, _ in written}
+
+    def _insert_new(self, latest: dict[str, tuple[ParsedRecord, str, str]], now: datetime) -> dict[str, int] | None:
+        """COPY the batch straight into the records table, in a savepoint: the common case of a new file, without
+        the staging table, the join and the speculative inserts of the upsert. None, with nothing written, when
+        one of its jobs is stored already (by an earlier file, an earlier attempt at this bundle or another
+        worker right now): the unique index refuses it at the first such row, so little work is lost."""
+        with connection.cursor() as cursor:
+            cursor.execute(NEW_IDS, [len(latest)])
+            ids = [pk for (pk,) in cursor.fetchall()]
+            try:
+                with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
+                    for pk, (record, filename, digest) in zip(ids, latest.values(), strict=True):
+                        copy.write_row((pk, *self._values(record, filename, digest, now)))
+            except (IntegrityError, UniqueViolation):
+                return None
+        self.counts.inserted += len(latest)
+        for record, _, _ in latest.values():
+            self.counts.touch(record.start, record.end)
+        return dict(zip(latest, ids, strict=True))
 
     def _upsert_orm(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
         """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""
