@@ -63,9 +63,14 @@ UPSERT = (
     f"AND {_RANK_SQL.format('u.source_format')} <= {_RANK_SQL.format('EXCLUDED.source_format')} "
     "RETURNING u.id, u.natural_key, (u.xmax = 0)"
 )
-# A batch of jobs none of which is stored yet goes straight into the table, with ids taken beforehand.
-NEW_IDS = "SELECT nextval(pg_get_serial_sequence('accounting_usagerecord', 'id')) FROM generate_series(1, %s)"
-COPY_RECORDS = f'COPY accounting_usagerecord ("id", {STAGE_COLUMN_LIST}) FROM STDIN'
+# Binary COPY: the values are sent as PostgreSQL stores them, with the column types of the table (about ten
+# times less client time per row than formatting text).
+COPY_RECORDS = f"COPY accounting_usagerecord ({STAGE_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)"  # a batch of new jobs
+COPY_STAGE = f"COPY gl_stage ({STAGE_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)"
+COLUMN_TYPES = (
+    "SELECT attname, atttypid FROM pg_attribute "
+    "WHERE attrelid = 'accounting_usagerecord'::regclass AND attnum > 0 AND NOT attisdropped"
+)
 UPDATE_FIELDS = [
     "kind", "record_hash", "source_format", "bundle", "source_file", "source_line", "site", "resource", "vo",
     "person", "project", "fqan", "local_user", "pilot_ref", "start", "end", "wall_seconds", "cores", "memory_mb",
@@ -142,6 +147,7 @@ class RecordLoader:
         self.batch_size = batch_size or BATCH_SIZE
         self.run = run  # how a batch's write is run: at once, or queued on the ingest's writer thread
         self.dimensions = DimensionCache()
+        self.column_types: list[int] | None = None
         self.counts = LoadCounts()
         self.buffer: list[tuple[ParsedRecord, str]] = []
 
@@ -183,7 +189,7 @@ class RecordLoader:
         if runs:
             self._write_runs(runs, pks)
 
-    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
+    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int | None]:
         """PostgreSQL: COPY a batch of new jobs straight into the table (`_insert_new`); any other batch into a
         staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
@@ -195,7 +201,8 @@ class RecordLoader:
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
-            with cursor.cursor.copy(f"COPY gl_stage ({STAGE_COLUMN_LIST}) FROM STDIN") as copy:
+            with cursor.cursor.copy(COPY_STAGE) as copy:
+                copy.set_types(self._column_types(cursor))
                 for record, filename, digest in latest.values():
                     copy.write_row(self._values(record, filename, digest, now))
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
@@ -225,20 +232,36 @@ class RecordLoader:
         """COPY the batch straight into the records table, in a savepoint: the common case of a new file, without
         the staging table, the join and the speculative inserts of the upsert. None, with nothing written, when
         one of its jobs is stored already (by an earlier file, an earlier attempt at this bundle or another
-        worker right now): the unique index refuses it at the first such row, so little work is lost."""
+        worker right now): the unique index refuses it at the first such row, so little work is lost.
+
+        Returns {natural key: id} like the upsert, with the ids looked up only for the rows that need them
+        (pilots: their details and job runs); None for the others."""
         with connection.cursor() as cursor:
-            cursor.execute(NEW_IDS, [len(latest)])
-            ids = [pk for (pk,) in cursor.fetchall()]
             try:
+                types = self._column_types(cursor)
                 with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
-                    for pk, (record, filename, digest) in zip(ids, latest.values(), strict=True):
-                        copy.write_row((pk, *self._values(record, filename, digest, now)))
+                    copy.set_types(types)
+                    for record, filename, digest in latest.values():
+                        copy.write_row(self._values(record, filename, digest, now))
             except (IntegrityError, UniqueViolation):
                 return None
+            pilots = [key for key, (record, _, _) in latest.items() if record.pilot is not None or "runs" in record.extra]
+            ids = {}
+            if pilots:
+                cursor.execute("SELECT natural_key, id FROM accounting_usagerecord WHERE natural_key = ANY(%s)", [pilots])
+                ids = dict(cursor.fetchall())
         self.counts.inserted += len(latest)
         for record, _, _ in latest.values():
             self.counts.touch(record.start, record.end)
-        return dict(zip(latest, ids, strict=True))
+        return {key: ids.get(key) for key in latest}
+
+    def _column_types(self, cursor) -> list[int]:
+        """The type oids of STAGE_COLUMNS in the records table (the staging table has the same), for binary COPY."""
+        if self.column_types is None:
+            cursor.execute(COLUMN_TYPES)
+            oids = dict(cursor.fetchall())
+            self.column_types = [oids[name] for name in STAGE_COLUMNS]
+        return self.column_types
 
     def _upsert_orm(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
         """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""
