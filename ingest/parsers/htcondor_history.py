@@ -18,8 +18,8 @@ Attributes are mapped the way OSG's Gratia condor meter does (DOMAIN.md "Records
 ClassAd attribute names are case-insensitive; a repeated attribute's last value wins. Values are kept
 as raw text and converted only for the attributes used, which is what makes this line parser several
 times faster than a full ClassAd parse (see bench/classad_parsers.py). The parser keeps only the
-attributes it maps (`MAPPED_ATTRIBUTES`, found with one regular expression per ad after a second one
-has checked every line), so no Python code runs per line of an ad.
+attributes it maps (`MAPPED_ATTRIBUTES`, found by one regular expression per ad that also checks every
+line), so no Python code runs per line of an ad.
 """
 from __future__ import annotations
 
@@ -43,7 +43,6 @@ from ingest.parsers.base import (
 )
 
 ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")  # used with .match: anchored at both ends
-VALID_AD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]* = [^\n]*(?:\n[A-Za-z_][A-Za-z0-9_.]* = [^\n]*)*")
 NAME_LINES = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?:\n[A-Za-z_][A-Za-z0-9_.]*)*")
 PARTITION = operator.methodcaller("partition", " = ")
 NAME_OF, SEP_OF, VALUE_OF = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
@@ -71,6 +70,8 @@ class HistoryFormatError(ValueError):
 
 def unquote(value: str) -> str:
     """The text of a ClassAd string literal (old ClassAd syntax: backslash escapes quote and backslash)."""
+    if value[:1] == '"' and value[-1:] == '"' and len(value) >= 2 and "\\" not in value:
+        return value[1:-1]  # the common case, quicker: nothing to strip, nothing escaped
     value = value.strip()
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
         inner = value[1:-1]
@@ -85,11 +86,13 @@ def unquote(value: str) -> str:
 def number(ad: dict[str, str], name: str) -> float | None:
     """A numeric attribute, None when absent or UNDEFINED; HistoryFormatError when it is not a number."""
     raw = ad.get(name.lower())
-    if raw is None or raw.strip().upper() == "UNDEFINED":
+    if raw is None:
         return None
     try:
         value = float(raw)
     except ValueError:
+        if raw.strip().upper() == "UNDEFINED":
+            return None
         value = math.nan
     if not math.isfinite(value):
         raise HistoryFormatError(f"{name} is not a number: {raw[:60]!r}")
@@ -172,7 +175,8 @@ SEPARATOR = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a ban
 
 def attribute_picker(names: Iterable[str]) -> re.Pattern[str]:
     """A regular expression whose `findall` over "\\n" + an ad gives (name, raw value) of the lines naming
-    one of `names`, in any letter case (ClassAd names are case-insensitive).
+    one of `names`, in any letter case (ClassAd names are case-insensitive), and ("", "") for each line that
+    is not `Name = value` (so one pass both checks every line and picks the wanted ones).
 
     The names are laid out as a trie whose first letters are plain literals in both cases, which lets the
     regex engine turn away most lines after one character compare."""
@@ -184,7 +188,8 @@ def attribute_picker(names: Iterable[str]) -> re.Pattern[str]:
         for first, rests in sorted(by_first.items())
         for letter in sorted({first, first.upper()})
     ]
-    return re.compile(r"\n((?:" + "|".join(branches) + r")) = ([^\n]*)")
+    wanted = r"((?:" + "|".join(branches) + r")) = ([^\n]*)"
+    return re.compile(r"\n(?:" + wanted + r"|(?![A-Za-z_][A-Za-z0-9_.]* = )[^\n]*)")
 
 
 def _trie(words: list[str]) -> str:
@@ -245,12 +250,17 @@ def iter_ads(stream: BinaryIO, picker: re.Pattern[str] | None = None) -> Iterato
             buffer = buffer[cut:]
 
 
+def picked(picker: re.Pattern[str], name: str) -> bool:
+    """Whether `picker` keeps the attribute `name`."""
+    match = picker.match(f"\n{name} = ")
+    return bool(match and match[1])
+
+
 def parse_ad(chunk: bytes, first: int, picker: re.Pattern[str] | None = None) -> tuple[int, dict[str, str]] | Rejection:
     """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line.
 
-    With a `picker` (see `attribute_picker`) only the attributes it names are kept: every line is still
-    checked, by one regular expression, and the wanted lines are then found by a second one, so that no
-    Python code runs per line."""
+    With a `picker` (see `attribute_picker`) only the attributes it names are kept; one regular expression
+    checks every line and finds the wanted ones, so that no Python code runs per line."""
     if len(chunk) > MAX_LINE_BYTES:
         for offset, raw in enumerate(chunk.split(b"\n")):
             if len(raw) > MAX_LINE_BYTES:
@@ -261,12 +271,14 @@ def parse_ad(chunk: bytes, first: int, picker: re.Pattern[str] | None = None) ->
         offset = chunk.count(b"\n", 0, exc.start)
         column = exc.start - (chunk.rfind(b"\n", 0, exc.start) + 1)
         return Rejection(first + offset, f"not UTF-8 (byte 0x{chunk[exc.start]:02x} at column {column + 1})")
-    if text.count("\n") >= MAX_AD_LINES:
+    if len(text) >= MAX_AD_LINES and text.count("\n") >= MAX_AD_LINES:  # fewer characters: fewer lines
         return Rejection(first + MAX_AD_LINES, f"ad longer than {MAX_AD_LINES} lines")
     # The fast paths, C-level over the lines: every line `Name = value` (values are stripped when read).
     body = text.rstrip("\n")
-    if picker is not None and VALID_AD.fullmatch(body):
-        return first, {name.lower(): value for name, value in picker.findall("\n" + body)}
+    if picker is not None:
+        pairs = picker.findall("\n" + body)
+        if ("", "") not in pairs:  # every line is `Name = value`
+            return first, {name.lower(): value for name, value in pairs}
     parts = list(map(PARTITION, body.split("\n")))
     names = "\n".join(map(NAME_OF, parts))
     if picker is None and "" not in map(SEP_OF, parts) and NAME_LINES.fullmatch(names):
@@ -277,7 +289,7 @@ def parse_ad(chunk: bytes, first: int, picker: re.Pattern[str] | None = None) ->
         name = name.strip()
         if not sep or not ATTRIBUTE_NAME.match(name):
             return Rejection(first + offset, f"not a ClassAd attribute line: {raw[:80]!r}")
-        if picker is None or picker.match(f"\n{name} = "):
+        if picker is None or picked(picker, name):
             ad[name.lower()] = value.strip()
     return first, ad
 

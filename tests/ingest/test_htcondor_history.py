@@ -1,5 +1,6 @@
 """The HTCondor history parser on hand-written ads and on the real Gratia probe samples."""
 import io
+import math
 from datetime import datetime, timezone
 
 import classad2
@@ -340,3 +341,37 @@ ATTRIBUTE_LINE = st.one_of(
 def test_fuzz_picker_agrees_with_the_full_parse(lines, final_newline):
     data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
     assert_same_mapped_values(*picked_and_full(data))
+
+
+def reference_unquote(value: str) -> str:
+    """The definition: strip, then a quoted literal loses its quotes and backslash escapes."""
+    import re
+
+    value = value.strip()
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return "" if value.upper() in ("UNDEFINED", "ERROR") else value
+
+
+@given(st.text(alphabet=st.sampled_from(list(' "\\ab\tU\r')), max_size=8) | st.sampled_from(['"x"', ' "x" ', '"a\\"b"', "undefined", '"']))
+def test_unquote_shortcut_agrees_with_the_definition(value):
+    from ingest.parsers.htcondor_history import unquote
+
+    assert unquote(value) == reference_unquote(value)
+
+
+@given(st.text(alphabet=st.sampled_from(list(" 0123.e-+UNDEFINEDundefinednaif_")), max_size=10))
+def test_number_is_none_for_undefined_and_refuses_what_is_not_a_number(raw):
+    from ingest.parsers.htcondor_history import HistoryFormatError, number
+
+    try:
+        expected = None if raw.strip().upper() == "UNDEFINED" else float(raw)
+    except ValueError:
+        expected = "error"
+    if expected is not None and expected != "error" and not math.isfinite(expected):
+        expected = "error"
+    try:
+        got = number({"x": raw}, "x")
+    except HistoryFormatError:
+        got = "error"
+    assert got == expected
