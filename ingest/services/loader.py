@@ -78,6 +78,7 @@ UPDATE_FIELDS = [
 ]  # fmt: skip
 
 
+START, END = operator.attrgetter("start"), operator.attrgetter("end")
 _RECORD_VALUES = operator.attrgetter(*RECORD_FIELDS)
 _PILOT_VALUES = operator.attrgetter(*PILOT_FIELDS)
 
@@ -110,7 +111,7 @@ class DimensionCache:
     def resolve(self, records: list[ParsedRecord]) -> None:
         for attr, model in DIMENSIONS.items():
             known = self.ids[attr]
-            missing = {getattr(r, attr) for r in records} - known.keys() - {""}
+            missing = set(map(operator.attrgetter(attr), records)) - known.keys() - {""}
             if not missing:
                 continue
             known.update(model.objects.filter(name__in=missing).names())
@@ -136,6 +137,18 @@ class LoadCounts:
         first, last = days_between(start, end)
         self.first_day = first if self.first_day is None else min(self.first_day, first)
         self.last_day = last if self.last_day is None else max(self.last_day, last)
+
+    def touch_all(self, records: list[ParsedRecord]) -> None:
+        """`touch` for every record, in bulk: the earliest start, and the records with the latest end, decide
+        (a later end never has an earlier last day)."""
+        if not records:
+            return
+        start = min(map(START, records))
+        self.touch(start, start)
+        latest = max(map(END, records))
+        for record in records:
+            if record.end == latest:
+                self.touch(record.start, record.end)
 
 
 class RecordLoader:
@@ -251,8 +264,7 @@ class RecordLoader:
                 cursor.execute("SELECT natural_key, id FROM accounting_usagerecord WHERE natural_key = ANY(%s)", [pilots])
                 ids = dict(cursor.fetchall())
         self.counts.inserted += len(latest)
-        for record, _, _ in latest.values():
-            self.counts.touch(record.start, record.end)
+        self.counts.touch_all([record for record, _, _ in latest.values()])
         return {key: ids.get(key) for key in latest}
 
     def _column_types(self, cursor) -> list[int]:

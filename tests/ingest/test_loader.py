@@ -2,6 +2,8 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounting.models import PilotJobRun, UsageRecord
 from ingest.parsers.base import ParsedRecord, PilotInfo
@@ -105,3 +107,21 @@ def test_record_hash_text_never_changes():
                            pilot=PilotInfo(cores=8, entry="E", validation_seconds=3.0), extra={"stats": {}, "glidein_exit_code": 0})  # fmt: skip
     assert record_hash(payload) == "3bf78dccde635e5b07b6618467fdeac2036eec56"
     assert record_hash(glidein) == "82282e401d78f75e42aa6faae29dd901e92cd247"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 96), st.integers(0, 96)), min_size=1, max_size=8))
+def test_touch_all_gives_the_days_of_touching_each_record(spans):
+    """Hours from a midnight: ends at midnight (the previous day is the last) and zero-length jobs included."""
+    from ingest.services.loader import LoadCounts
+
+    midnight = datetime(2024, 3, 10, tzinfo=timezone.utc)
+    records = [job(f"k{n}") for n in range(len(spans))]
+    for record, (start, length) in zip(records, spans, strict=True):
+        record.start = midnight + timedelta(hours=start)
+        record.end = record.start + timedelta(hours=length % 25 if length % 3 else 0)
+    one_by_one, bulk = LoadCounts(), LoadCounts()
+    for record in records:
+        one_by_one.touch(record.start, record.end)
+    bulk.touch_all(records)
+    assert (bulk.first_day, bulk.last_day) == (one_by_one.first_day, one_by_one.last_day)
