@@ -72,6 +72,17 @@ class ParsedRecord:
 
 
 @dataclass(slots=True)
+class PilotRuns:
+    """The payload runs a glidein's startd history file lists, for the pilot the ads name (`pilot_ref`: its
+    `schedd#cluster.proc` or glidein name, as a payload names it): attached to that pilot's stored record
+    like the runs of a glidein's `.err`, once the bundle's records are stored (seed 002, exact mode)."""
+
+    pilot_ref: str
+    runs: list[dict]
+    line: int
+
+
+@dataclass(slots=True)
 class Rejection:
     """Something that could not be read: where (line, 1-based; None for the whole file) and why."""
 

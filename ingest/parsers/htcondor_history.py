@@ -14,6 +14,10 @@ Attributes are mapped the way OSG's Gratia condor meter does (DOMAIN.md "Records
   glideins it submitted) is a pilot, keyed `schedd#cluster.proc` like the payloads' link; anything else is
   a batch job.
 - end = `CompletionDate`, else `EnteredCurrentStatus`; start = end - `RemoteWallClockTime`.
+- a glidein's startd history (ads with `BadputCausedByPreemption` / `BadputCausedByDraining`, which only a
+  startd writes): besides its payload records, the runs of each pilot its ads link to, read as the runs of a
+  glidein's `.err` (`gwms_glidein.run_from_ad`), as one `PilotRuns` item per pilot after the records; the
+  loader attaches them to the stored pilot (`PilotJobRun` rows) like the `.err`'s.
 
 ClassAd attribute names are case-insensitive; a repeated attribute's last value wins. Values are kept
 as raw text and converted only for the attributes used, which is what makes this line parser several
@@ -36,6 +40,7 @@ from ingest.parsers.base import (
     ParsedRecord,
     Parser,
     PilotInfo,
+    PilotRuns,
     RecordInvalid,
     Rejection,
     check_record,
@@ -61,7 +66,16 @@ MAPPED_ATTRIBUTES = (
     "GlideinFactory", "JobUniverse", "MATCH_EXP_JOB_GLIDEIN_Schedd", "MATCH_EXP_JOB_GLIDEIN_ClusterId",
     "MATCH_EXP_JOB_GLIDEIN_ProcId", "LastRemoteHost", "RemoteHost", "GLIDEIN_CPUS", "xcount", "GLIDEIN_MaxMemMBs",
     "maxMemory", "GLIDEIN_ResourceName", "GlideinClient", "GlideinFrontendName",
+    # a startd history's ads (gwms_glidein.run_from_ad)
+    "BadputCausedByPreemption", "BadputCausedByDraining", "StarterExitStatus",
 )  # fmt: skip
+# Written by a startd into the job ads of its own history, never by a schedd: an ad with one is a run on a
+# startd, which for a glidein's startd is a payload run inside that pilot.
+STARTD_ONLY = ("badputcausedbypreemption", "badputcausedbydraining")
+
+
+def is_startd_ad(ad: dict[str, str]) -> bool:
+    return STARTD_ONLY[0] in ad or STARTD_ONLY[1] in ad
 
 
 class HistoryFormatError(ValueError):
@@ -148,8 +162,9 @@ class HTCondorHistoryParser(Parser):
         banners = sum(1 for line in lines if line.startswith(b"***"))
         return attrs >= 3 and attrs + banners >= 0.8 * len(lines[:-1] or lines)
 
-    def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | Rejection]:
+    def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | PilotRuns | Rejection]:
         empty = True
+        runs = StartdRuns()
         for item in iter_ads(stream, PICKER):
             empty = False
             if isinstance(item, Rejection):
@@ -161,11 +176,48 @@ class HTCondorHistoryParser(Parser):
                 check_record(record, context.now)
             except (HistoryFormatError, RecordInvalid) as exc:
                 yield Rejection(first_line, str(exc))
+                runs.drop(ad)
                 continue
             if record is not None:
+                rejection = runs.add(ad, record)
                 yield record
+                if rejection is not None:
+                    yield rejection
+        yield from runs.items()
         if empty:
             yield Rejection(None, "empty file: no job ads")
+
+
+class StartdRuns:
+    """The payload runs of a standalone startd history, per glidein (the ads' pilot link), read as the runs of
+    a glidein's `.err` are (`gwms_glidein.run_from_ad`). A pilot with an unreadable run gets none (a partial
+    list would misplace hours) and the ad is named in a rejection; the job records themselves are kept."""
+
+    def __init__(self) -> None:
+        self.by_pilot: dict[str, PilotRuns] = {}
+        self.broken: set[str] = set()
+
+    def drop(self, ad: dict[str, str]) -> None:
+        """A rejected ad: when it is a run of a glidein, that glidein's list would be partial, so it gets none."""
+        if is_startd_ad(ad) and (ref := pilot_link(ad)):
+            self.broken.add(ref)
+
+    def add(self, ad: dict[str, str], record: ParsedRecord) -> Rejection | None:
+        if not record.pilot_ref or not is_startd_ad(ad):
+            return None
+        from ingest.parsers.gwms_glidein import run_from_ad  # that module reads history ads with this one's helpers
+
+        ref = record.pilot_ref
+        try:
+            run = run_from_ad(ad)
+        except HistoryFormatError as exc:
+            self.broken.add(ref)
+            return Rejection(record.line, f"startd history run not readable ({exc}): no run of pilot {ref} is kept")
+        self.by_pilot.setdefault(ref, PilotRuns(ref, [], record.line)).runs.append(run)
+        return None
+
+    def items(self) -> Iterator[PilotRuns]:
+        return (item for ref, item in self.by_pilot.items() if ref not in self.broken)
 
 
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -353,16 +405,7 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
     if text(ad, "GlideinEntryName", "GlideinFactory") and (number(ad, "JobUniverse") or 0) == 9:
         return as_factory_pilot(record, ad, global_job_id)
 
-    pilot_ref = ""
-    schedd = text(ad, "MATCH_EXP_JOB_GLIDEIN_Schedd")
-    cluster = text(ad, "MATCH_EXP_JOB_GLIDEIN_ClusterId")
-    proc = text(ad, "MATCH_EXP_JOB_GLIDEIN_ProcId")
-    if schedd and cluster and proc:
-        pilot_ref = f"{schedd}#{cluster}.{proc}"
-    else:
-        match = GLIDEIN_HOST.search(text(ad, "LastRemoteHost", "RemoteHost"))
-        if match:
-            pilot_ref = match.group(1)
+    pilot_ref = pilot_link(ad)
     if pilot_ref or text(ad, "MachineAttrGLIDEIN_Site0", "MachineAttrGLIDEIN_ResourceName0"):
         record.kind = RecordKind.PAYLOAD
         record.pilot_ref = pilot_ref
@@ -370,6 +413,17 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
         # A batch job's resource is the schedd that ran it (the CE, for a CE's history): its GlobalJobId's host.
         record.resource = global_job_id.partition("#")[0]
     return record
+
+
+def pilot_link(ad: dict[str, str]) -> str:
+    """The pilot a job ran in, as its ad names it: `schedd#cluster.proc`, else the glidein startd name; "" if none."""
+    schedd = text(ad, "MATCH_EXP_JOB_GLIDEIN_Schedd")
+    cluster = text(ad, "MATCH_EXP_JOB_GLIDEIN_ClusterId")
+    proc = text(ad, "MATCH_EXP_JOB_GLIDEIN_ProcId")
+    if schedd and cluster and proc:
+        return f"{schedd}#{cluster}.{proc}"
+    match = GLIDEIN_HOST.search(text(ad, "LastRemoteHost", "RemoteHost"))
+    return match.group(1) if match else ""
 
 
 def as_factory_pilot(record: ParsedRecord, ad: dict[str, str], global_job_id: str) -> ParsedRecord:

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest.models import Bundle, BundleError
-from ingest.parsers import DETECT_BYTES, ParseContext, Rejection, detect_format, get_parser
+from ingest.parsers import DETECT_BYTES, ParseContext, PilotRuns, Rejection, detect_format, get_parser
 from ingest.services import store
 from ingest.services.loader import RecordLoader, Run, call
 from ingest.services.members import ArchiveRejected, Member, close_archives, open_member, plan
@@ -181,6 +181,9 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
                         if isinstance(item, Rejection):
                             errors.add(display, item.line, item.reason)
                             continue
+                        if isinstance(item, PilotRuns):
+                            loader.add_runs(item, display)
+                            continue  # not a record: the runs of records read
                         if handles(item):
                             side.add(item)
                         else:
@@ -200,6 +203,12 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
         for loader in loaders.values():
             loader.flush()
         errors.flush()
+    errors.run = call  # the writer is closed: this thread writes again
+    for loader in loaders.values():
+        if isinstance(loader, RecordLoader):
+            for file, line, reason in loader.attach_runs():
+                errors.add(file, line, reason)
+    errors.flush()
     counts = [loader.counts for loader in loaders.values()]
     firsts = [c.first_day for c in counts if c.first_day]
     lasts = [c.last_day for c in counts if c.last_day]

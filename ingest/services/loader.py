@@ -16,8 +16,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from psycopg.errors import UniqueViolation
 
+from accounting.choices import RecordKind
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
-from ingest.parsers.base import ParsedRecord
+from ingest.parsers.base import ParsedRecord, PilotRuns
 
 BATCH_SIZE = 2000
 Run = Callable[..., None]  # run(work, *args): `call` at once, or `pipeline.Writer.submit`
@@ -163,11 +164,42 @@ class RecordLoader:
         self.column_types: list[int] | None = None
         self.counts = LoadCounts()
         self.buffer: list[tuple[ParsedRecord, str]] = []
+        self.pending_runs: list[tuple[PilotRuns, str]] = []  # standalone startd histories: attached at the end
 
     def add(self, record: ParsedRecord, filename: str) -> None:
         self.buffer.append((record, filename))
         if len(self.buffer) >= self.batch_size:
             self.flush()
+
+    def add_runs(self, item: PilotRuns, filename: str) -> None:
+        self.pending_runs.append((item, filename))
+
+    def attach_runs(self) -> list[tuple[str, int, str]]:
+        """Attach the runs of standalone startd histories to their pilots, once every record of the bundle is
+        stored (the pilot may come in a later file): the same replacement as for a glidein `.err`'s runs (a
+        pilot's startd history lists all its runs; two files of one pilot add up). Returns (file, line,
+        reason) of the histories whose pilot is not stored, so that they are reported, not dropped silently."""
+        if not self.pending_runs:
+            return []
+        refs = {item.pilot_ref for item, _ in self.pending_runs}
+        pilots = UsageRecord.objects.filter(kind=RecordKind.PILOT)
+        pks = dict(pilots.filter(natural_key__in=refs).values_list("natural_key", "pk"))
+        pks |= dict(
+            PilotDetails.objects.filter(record__in=pilots, glidein_name__in=refs - pks.keys()).values_list("glidein_name", "record_id")
+        )
+        runs: dict[str, list[dict]] = {}
+        missing = []
+        for item, filename in self.pending_runs:
+            if item.pilot_ref in pks:
+                runs.setdefault(item.pilot_ref, []).extend(item.runs)
+            else:
+                missing.append((filename, item.line, f"startd history of pilot {item.pilot_ref}: no such pilot is stored, so "
+                                f"its {len(item.runs)} runs are not attached (ingest the pilot, then this file again)"))  # fmt: skip
+        if runs:
+            with transaction.atomic():
+                self._write_runs(runs, pks)
+        self.pending_runs = []
+        return missing
 
     def flush(self) -> None:
         if not self.buffer:

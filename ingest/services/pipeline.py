@@ -51,6 +51,8 @@ class Writer:
 
     def submit(self, work: Callable, *args) -> None:
         """Queue `work(*args)`; blocks while `depth` items wait. Raises the writer's error, if any."""
+        if self.closed:
+            raise RuntimeError("the writer is closed")
         self._raise()
         self.queue.put((work, args))
 

@@ -284,12 +284,14 @@ def test_picked_attributes_cover_everything_the_mapping_reads(text):
     from ingest.parsers.htcondor_history import MAPPED_ATTRIBUTES, ad_to_record, as_factory_pilot, iter_ads
 
     ((line, ad),) = list(iter_ads(io.BytesIO(text.encode())))
-    for mapper in (lambda ad: ad_to_record(ad, line, CONTEXT), lambda ad: as_factory_pilot(ad_to_record(ad, line, CONTEXT), ad, "s#1.0#1")):
+    from ingest.parsers.gwms_glidein import run_from_ad  # a startd history's runs
+
+    for mapper in (lambda ad: ad_to_record(ad, line, CONTEXT), lambda ad: as_factory_pilot(ad_to_record(ad, line, CONTEXT), ad, "s#1.0#1"), run_from_ad):
         reads = _Reads(ad)
         reads.asked = set()
         mapper(reads)
         assert reads.asked <= {name.lower() for name in MAPPED_ATTRIBUTES}
-        assert len(reads.asked) > 20
+        assert len(reads.asked) > 10  # the recording works
 
 
 def picked_and_full(data: bytes) -> tuple[list, list]:
