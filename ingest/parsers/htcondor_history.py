@@ -263,7 +263,7 @@ def iter_ads(stream: BinaryIO, picker: re.Pattern[str] | None = None) -> Iterato
     An ad ends at a `***` banner line, a blank line or the end of the file. An ad with an unreadable line
     (not `Name = value`, not UTF-8, over 1 MiB) is rejected whole, naming that line. The stream is read in
     8 MiB blocks and split into ads with one regular expression that starts with a literal newline (so
-    the regex engine skips from newline to newline); each ad is decoded once and split with str.partition.
+    the regex engine skips from newline to newline); each ad is decoded once and read by one regular expression (with a `picker`) or split with str.partition.
     An ad larger than 64 MiB is rejected without being held whole.
     """
     buffer = b"\n"  # a virtual newline before the first line: every line then follows a "\n"
