@@ -329,8 +329,11 @@ def parse_ad(chunk: bytes, first: int, picker: re.Pattern[str] | None = None) ->
     body = text.rstrip("\n")
     if picker is not None:
         pairs = picker.findall("\n" + body)
+        if not pairs:
+            return first, {}
         if ("", "") not in pairs:  # every line is `Name = value`
-            return first, {name.lower(): value for name, value in pairs}
+            names, values = zip(*pairs, strict=True)  # one lower() for all names: fewer Python steps per ad
+            return first, dict(zip("\n".join(names).lower().split("\n"), values, strict=True))
     parts = list(map(PARTITION, body.split("\n")))
     names = "\n".join(map(NAME_OF, parts))
     if picker is None and "" not in map(SEP_OF, parts) and NAME_LINES.fullmatch(names):

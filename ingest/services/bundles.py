@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest.models import Bundle, BundleError
-from ingest.parsers import DETECT_BYTES, ParseContext, PilotRuns, Rejection, detect_format, get_parser
+from ingest.parsers import DETECT_BYTES, ParseContext, ParsedRecord, PilotRuns, Rejection, detect_format, get_parser
 from ingest.services import store
 from ingest.services.loader import RecordLoader, Run, call
 from ingest.services.members import ArchiveRejected, Member, close_archives, open_member, plan
@@ -178,13 +178,15 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
                     stream = _Rewound(head, stream)
                     extras = parser_extras(path, kind, member, parser, context, by_name)
                     for item in _contained(parser.parse(stream, member.name, context, **extras), errors, display):
-                        if isinstance(item, Rejection):
+                        if type(item) is ParsedRecord:  # the common case first
+                            loader.add(item, display)
+                        elif isinstance(item, Rejection):
                             errors.add(display, item.line, item.reason)
                             continue
-                        if isinstance(item, PilotRuns):
+                        elif isinstance(item, PilotRuns):
                             loader.add_runs(item, display)
                             continue  # not a record: the runs of records read
-                        if handles(item):
+                        elif handles(item):
                             side.add(item)
                         else:
                             loader.add(item, display)
