@@ -117,3 +117,19 @@ def test_runs_wait_for_a_pilot_later_in_the_bundle_and_a_missing_pilot_is_report
     assert error.file.endswith("c_startd_history") and error.line == 1
     assert f"startd history of pilot {other}: no such pilot is stored" in error.reason
     assert UsageRecord.objects.filter(pilot_ref=other).count() == 1  # its job record is kept
+
+
+@pytest.mark.django_db
+def test_runs_find_their_pilot_by_its_glidein_startd_name(bundle_store, tmp_path):
+    from accounting.models import PilotDetails
+
+    pilot = UsageRecord.objects.create(kind="pilot", natural_key="f#9.0", record_hash="x", source_format="gwms-glidein",
+                                       start=utc(1699990000), end=utc(1700010000), wall_seconds=20000, cores=8)  # fmt: skip
+    PilotDetails.objects.create(record=pilot, glidein_name="glidein_123_456@wn1.example.org", cores=8)
+    ad = run_ad(3001, 1700003600, 600, "BadputCausedByPreemption = false\n")
+    ad = "".join(line + "\n" for line in ad.splitlines() if not line.startswith("MATCH_EXP_JOB_GLIDEIN"))
+    ad = ad.replace('Owner = "alice"\n', 'Owner = "alice"\nLastRemoteHost = "slot1_1@glidein_123_456@wn1.example.org"\n')
+    (tmp_path / "startd_history").write_text(ad)
+    call_command("ingest", str(tmp_path / "startd_history"))
+    assert list(PilotJobRun.objects.values_list("pilot_id", "global_job_id")) == [(pilot.pk, "ap40.uw.osg-htc.org#3001.0#1699990000")]
+    assert not BundleError.objects.exists()
