@@ -163,11 +163,12 @@ class RecordLoader:
         self.dimensions = DimensionCache()
         self.column_types: list[int] | None = None
         self.counts = LoadCounts()
-        self.buffer: list[tuple[ParsedRecord, str]] = []
+        self.buffer: list[tuple[ParsedRecord, str, str]] = []  # (record, file, record_hash)
         self.pending_runs: list[tuple[PilotRuns, str]] = []  # standalone startd histories: attached at the end
 
     def add(self, record: ParsedRecord, filename: str) -> None:
-        self.buffer.append((record, filename))
+        # Hashed here, on the parsing thread: the writer thread then starts on the database sooner.
+        self.buffer.append((record, filename, record_hash(record)))
         if len(self.buffer) >= self.batch_size:
             self.flush()
 
@@ -207,15 +208,14 @@ class RecordLoader:
         batch, self.buffer = self.buffer, []
         self.run(self._write_batch, batch)
 
-    def _write_batch(self, batch: list[tuple[ParsedRecord, str]]) -> None:
+    def _write_batch(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
         with transaction.atomic():
             self._write(batch)
 
-    def _write(self, batch: list[tuple[ParsedRecord, str]]) -> None:
+    def _write(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
         # Within a batch a later send of the same job replaces an earlier one.
         latest: dict[str, tuple[ParsedRecord, str, str]] = {}
-        for record, filename in batch:
-            digest = record_hash(record)
+        for record, filename, digest in batch:
             previous = latest.get(record.natural_key)
             if previous is not None and previous[2] == digest:
                 self.counts.duplicates += 1
