@@ -74,3 +74,16 @@ def test_a_failed_batch_write_fails_the_ingest_and_keeps_the_batches_before_it(t
     assert calls == [10, 10]  # nothing written after the failure
     assert UsageRecord.objects.count() == 10
     assert Bundle.objects.get(pk=bundle.pk).status == Bundle.Status.RUNNING  # the task marks it failed or retries
+
+
+def test_the_switch_interval_is_shortened_while_writing_and_restored():
+    import sys
+
+    from ingest.services.pipeline import SWITCH_INTERVAL
+
+    before = sys.getswitchinterval()
+    seen = []
+    with Writer() as writer:
+        writer.submit(lambda: seen.append(sys.getswitchinterval()))
+    assert seen == [pytest.approx(SWITCH_INTERVAL)]
+    assert sys.getswitchinterval() == before
