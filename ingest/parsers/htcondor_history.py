@@ -222,7 +222,8 @@ class StartdRuns:
 
 BLOCK_BYTES = 8 * 1024 * 1024
 MAX_AD_BYTES = 64 * 1024 * 1024
-SEPARATOR = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or blank line
+# "\n" + a banner or blank line; the lookahead (implied by the rest) turns other lines away at their first byte
+SEPARATOR = re.compile(rb"\n(?=[* \t\r\n]|\Z)(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")
 
 
 def attribute_picker(names: Iterable[str]) -> re.Pattern[str]:

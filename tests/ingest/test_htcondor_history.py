@@ -377,3 +377,14 @@ def test_number_is_none_for_undefined_and_refuses_what_is_not_a_number(raw):
     except HistoryFormatError:
         got = "error"
     assert got == expected
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab* \t\r\n=")), max_size=60))
+def test_separator_finds_exactly_the_banner_and_blank_lines(text):
+    import re
+
+    from ingest.parsers.htcondor_history import SEPARATOR
+
+    definition = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or a blank line
+    data = text.encode()
+    assert [m.span() for m in SEPARATOR.finditer(data)] == [m.span() for m in definition.finditer(data)]
