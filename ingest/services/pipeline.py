@@ -29,6 +29,26 @@ SWITCH_INTERVAL = 0.0005
 _STOP = object()
 
 
+_switch = {"writers": 0, "saved": 0.0}  # writers running in this process, the interval before the first
+_switch_lock = threading.Lock()
+
+
+def _shorten_switch_interval() -> None:
+    with _switch_lock:
+        if _switch["writers"] == 0:
+            _switch["saved"] = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL)
+        _switch["writers"] += 1
+
+
+def _restore_switch_interval() -> None:
+    """Back to the interval of before, when the last writer of the process ends (ingests may overlap)."""
+    with _switch_lock:
+        _switch["writers"] -= 1
+        if _switch["writers"] == 0:
+            sys.setswitchinterval(_switch["saved"])
+
+
 class Writer:
     """Runs submitted callables one after the other on a thread sharing the caller's database connection.
 
@@ -45,8 +65,7 @@ class Writer:
 
     def __enter__(self) -> Writer:
         self.connection.inc_thread_sharing()
-        self.switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL)
+        _shorten_switch_interval()
         self.thread.start()
         return self
 
@@ -54,7 +73,7 @@ class Writer:
         try:
             self.close(raise_error=exc is None)
         finally:
-            sys.setswitchinterval(self.switch_interval)
+            _restore_switch_interval()
             self.connection.dec_thread_sharing()
 
     def submit(self, work: Callable, *args) -> None:

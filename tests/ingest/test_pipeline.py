@@ -87,3 +87,10 @@ def test_the_switch_interval_is_shortened_while_writing_and_restored():
         writer.submit(lambda: seen.append(sys.getswitchinterval()))
     assert seen == [pytest.approx(SWITCH_INTERVAL)]
     assert sys.getswitchinterval() == before
+    first, second = Writer(), Writer()  # two ingests of one process that overlap, ending in either order
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before
