@@ -1,6 +1,6 @@
 """Format parsers, one module per format (CONTRACT.md names), all with the interface of `base.Parser`."""
 from ingest.parsers.apel import APELParser
-from ingest.parsers.base import ParseContext, ParsedRecord, Parser, PilotInfo, Rejection
+from ingest.parsers.base import ParseContext, ParsedRecord, Parser, PilotInfo, PilotRuns, Rejection
 from ingest.parsers.gratia_ur import GratiaURParser
 from ingest.parsers.gwms_completed import GWMSCompletedParser
 from ingest.parsers.gwms_glidein import GWMSGlideinParser
@@ -43,4 +43,4 @@ def detect_format(head: bytes, filename: str) -> Parser | None:
     return None
 
 
-__all__ = ["PARSERS", "ParseContext", "ParsedRecord", "Parser", "PilotInfo", "Rejection", "detect_format", "get_parser"]
+__all__ = ["PARSERS", "ParseContext", "ParsedRecord", "Parser", "PilotInfo", "PilotRuns", "Rejection", "detect_format", "get_parser"]

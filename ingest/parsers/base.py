@@ -23,6 +23,7 @@ MAX_MEMORY_MB = 64 * 1024 * 1024  # 64 TB: more than any node
 NAME_LIMITS = {"site": 200, "resource": 255, "vo": 200, "project": 200, "person": 500}
 EARLIEST = datetime(1995, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)
+RECORD_KINDS = frozenset(RecordKind.values)  # RecordKind.values builds a new list on every access
 
 
 @dataclass(slots=True)
@@ -68,6 +69,17 @@ class ParsedRecord:
     pilot_ref: str = ""
     pilot: PilotInfo | None = None
     extra: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PilotRuns:
+    """The payload runs a glidein's startd history file lists, for the pilot the ads name (`pilot_ref`: its
+    `schedd#cluster.proc` or glidein name, as a payload names it): attached to that pilot's stored record
+    like the runs of a glidein's `.err`, once the bundle's records are stored (seed 002, exact mode)."""
+
+    pilot_ref: str
+    runs: list[dict]
+    line: int
 
 
 @dataclass(slots=True)
@@ -127,7 +139,7 @@ def check_record(record: ParsedRecord, now: datetime) -> None:
         raise RecordInvalid(f"absurd core count ({record.cores})")
     if record.gpus < 0 or record.gpus > MAX_CORES:
         raise RecordInvalid(f"absurd GPU count ({record.gpus})")
-    if record.kind not in RecordKind.values:
+    if record.kind not in RECORD_KINDS:
         raise RecordInvalid(f"unknown record kind {record.kind!r}")
     if not record.natural_key or len(record.natural_key) > 500:
         raise RecordInvalid("missing or over-long job identifier")

@@ -14,17 +14,23 @@ Attributes are mapped the way OSG's Gratia condor meter does (DOMAIN.md "Records
   glideins it submitted) is a pilot, keyed `schedd#cluster.proc` like the payloads' link; anything else is
   a batch job.
 - end = `CompletionDate`, else `EnteredCurrentStatus`; start = end - `RemoteWallClockTime`.
+- a glidein's startd history (ads with `BadputCausedByPreemption` / `BadputCausedByDraining`, which only a
+  startd writes): besides its payload records, the runs of each pilot its ads link to, read as the runs of a
+  glidein's `.err` (`gwms_glidein.run_from_ad`), as one `PilotRuns` item per pilot after the records; the
+  loader attaches them to the stored pilot (`PilotJobRun` rows) like the `.err`'s.
 
 ClassAd attribute names are case-insensitive; a repeated attribute's last value wins. Values are kept
 as raw text and converted only for the attributes used, which is what makes this line parser several
-times faster than a full ClassAd parse (see bench/classad_parsers.py).
+times faster than a full ClassAd parse (see bench/classad_parsers.py). The parser keeps only the
+attributes it maps (`MAPPED_ATTRIBUTES`, found by one regular expression per ad that also checks every
+line), so no Python code runs per line of an ad.
 """
 from __future__ import annotations
 
 import math
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from accounting.choices import RecordKind
@@ -34,6 +40,7 @@ from ingest.parsers.base import (
     ParsedRecord,
     Parser,
     PilotInfo,
+    PilotRuns,
     RecordInvalid,
     Rejection,
     check_record,
@@ -47,6 +54,28 @@ NAME_OF, SEP_OF, VALUE_OF = operator.itemgetter(0), operator.itemgetter(1), oper
 DETECT_LINE = re.compile(rb"^[A-Za-z_][A-Za-z0-9_.]* = ")
 GLIDEIN_HOST = re.compile(r"(glidein_\d+_\d+@[^\s\"]+)")
 MAX_AD_LINES = 5000
+# Every attribute `ad_to_record` and `as_factory_pilot` read: the parser keeps only these (about 30 of the
+# 80 lines of a real ad; tests check the list against what the mapping asks for).
+MAPPED_ATTRIBUTES = (
+    "GlobalJobId", "RemoteWallClockTime", "CompletionDate", "EnteredCurrentStatus", "MachineAttrCpus0",
+    "CpusProvisioned", "RequestCpus", "MachineAttrMemory0", "MemoryProvisioned", "RequestMemory", "MachineAttrGPUs0",
+    "GPUsProvisioned", "RequestGPUs", "ExitBySignal", "ExitSignal", "ExitCode", "ExitStatus", "RemoteUserCpu",
+    "RemoteSysCpu", "x509userproxysubject", "AuthTokenSubject", "x509UserProxyVOName", "AuthTokenGroups",
+    "x509UserProxyFirstFQAN", "ProjectName", "Owner", "MachineAttrGLIDEIN_Site0", "MATCH_EXP_JOBGLIDEIN_Site",
+    "GLIDEIN_Site", "MachineAttrGLIDEIN_ResourceName0", "MATCH_EXP_JOBGLIDEIN_ResourceName", "GlideinEntryName",
+    "GlideinFactory", "JobUniverse", "MATCH_EXP_JOB_GLIDEIN_Schedd", "MATCH_EXP_JOB_GLIDEIN_ClusterId",
+    "MATCH_EXP_JOB_GLIDEIN_ProcId", "LastRemoteHost", "RemoteHost", "GLIDEIN_CPUS", "xcount", "GLIDEIN_MaxMemMBs",
+    "maxMemory", "GLIDEIN_ResourceName", "GlideinClient", "GlideinFrontendName",
+    # a startd history's ads (gwms_glidein.run_from_ad)
+    "BadputCausedByPreemption", "BadputCausedByDraining", "StarterExitStatus",
+)  # fmt: skip
+# Written by a startd into the job ads of its own history, never by a schedd: an ad with one is a run on a
+# startd, which for a glidein's startd is a payload run inside that pilot.
+STARTD_ONLY = ("badputcausedbypreemption", "badputcausedbydraining")
+
+
+def is_startd_ad(ad: dict[str, str]) -> bool:
+    return STARTD_ONLY[0] in ad or STARTD_ONLY[1] in ad
 
 
 class HistoryFormatError(ValueError):
@@ -55,6 +84,8 @@ class HistoryFormatError(ValueError):
 
 def unquote(value: str) -> str:
     """The text of a ClassAd string literal (old ClassAd syntax: backslash escapes quote and backslash)."""
+    if value[:1] == '"' and value[-1:] == '"' and len(value) >= 2 and "\\" not in value:
+        return value[1:-1]  # the common case, quicker: nothing to strip, nothing escaped
     value = value.strip()
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
         inner = value[1:-1]
@@ -69,11 +100,13 @@ def unquote(value: str) -> str:
 def number(ad: dict[str, str], name: str) -> float | None:
     """A numeric attribute, None when absent or UNDEFINED; HistoryFormatError when it is not a number."""
     raw = ad.get(name.lower())
-    if raw is None or raw.strip().upper() == "UNDEFINED":
+    if raw is None:
         return None
     try:
         value = float(raw)
     except ValueError:
+        if raw.strip().upper() == "UNDEFINED":
+            return None
         value = math.nan
     if not math.isfinite(value):
         raise HistoryFormatError(f"{name} is not a number: {raw[:60]!r}")
@@ -129,9 +162,10 @@ class HTCondorHistoryParser(Parser):
         banners = sum(1 for line in lines if line.startswith(b"***"))
         return attrs >= 3 and attrs + banners >= 0.8 * len(lines[:-1] or lines)
 
-    def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | Rejection]:
+    def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | PilotRuns | Rejection]:
         empty = True
-        for item in iter_ads(stream):
+        runs = StartdRuns()
+        for item in iter_ads(stream, PICKER):
             empty = False
             if isinstance(item, Rejection):
                 yield item
@@ -142,25 +176,95 @@ class HTCondorHistoryParser(Parser):
                 check_record(record, context.now)
             except (HistoryFormatError, RecordInvalid) as exc:
                 yield Rejection(first_line, str(exc))
+                runs.drop(ad)
                 continue
             if record is not None:
+                rejection = runs.add(ad, record)
                 yield record
+                if rejection is not None:
+                    yield rejection
+        yield from runs.items()
         if empty:
             yield Rejection(None, "empty file: no job ads")
 
 
+class StartdRuns:
+    """The payload runs of a standalone startd history, per glidein (the ads' pilot link), read as the runs of
+    a glidein's `.err` are (`gwms_glidein.run_from_ad`). A pilot with an unreadable run gets none (a partial
+    list would misplace hours) and the ad is named in a rejection; the job records themselves are kept."""
+
+    def __init__(self) -> None:
+        self.by_pilot: dict[str, PilotRuns] = {}
+        self.broken: set[str] = set()
+
+    def drop(self, ad: dict[str, str]) -> None:
+        """A rejected ad: when it is a run of a glidein, that glidein's list would be partial, so it gets none."""
+        if is_startd_ad(ad) and (ref := pilot_link(ad)):
+            self.broken.add(ref)
+
+    def add(self, ad: dict[str, str], record: ParsedRecord) -> Rejection | None:
+        if not record.pilot_ref or not is_startd_ad(ad):
+            return None
+        from ingest.parsers.gwms_glidein import run_from_ad  # that module reads history ads with this one's helpers
+
+        ref = record.pilot_ref
+        try:
+            run = run_from_ad(ad)
+        except HistoryFormatError as exc:
+            self.broken.add(ref)
+            return Rejection(record.line, f"startd history run not readable ({exc}): no run of pilot {ref} is kept")
+        self.by_pilot.setdefault(ref, PilotRuns(ref, [], record.line)).runs.append(run)
+        return None
+
+    def items(self) -> Iterator[PilotRuns]:
+        return (item for ref, item in self.by_pilot.items() if ref not in self.broken)
+
+
 BLOCK_BYTES = 8 * 1024 * 1024
 MAX_AD_BYTES = 64 * 1024 * 1024
-SEPARATOR = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or blank line
+# "\n" + a banner or blank line; the lookahead (implied by the rest) turns other lines away at their first byte
+SEPARATOR = re.compile(rb"\n(?=[* \t\r\n]|\Z)(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")
 
 
-def iter_ads(stream: BinaryIO) -> Iterator[tuple[int, dict[str, str]] | Rejection]:
-    """Split a history stream into ads: (first line, {lower-case name: raw value text}).
+def attribute_picker(names: Iterable[str]) -> re.Pattern[str]:
+    """A regular expression whose `findall` over "\\n" + an ad gives (name, raw value) of the lines naming
+    one of `names`, in any letter case (ClassAd names are case-insensitive), and ("", "") for each line that
+    is not `Name = value` (so one pass both checks every line and picks the wanted ones).
+
+    The names are laid out as a trie whose first letters are plain literals in both cases, which lets the
+    regex engine turn away most lines after one character compare."""
+    by_first: dict[str, list[str]] = {}
+    for name in names:
+        by_first.setdefault(name[0].lower(), []).append(name[1:].lower())
+    branches = [
+        re.escape(letter) + (f"(?i:{_trie(rests)})" if rests != [""] else "")
+        for first, rests in sorted(by_first.items())
+        for letter in sorted({first, first.upper()})
+    ]
+    wanted = r"((?:" + "|".join(branches) + r")) = ([^\n]*)"
+    return re.compile(r"\n(?:" + wanted + r"|(?![A-Za-z_][A-Za-z0-9_.]* = )[^\n]*)")
+
+
+def _trie(words: list[str]) -> str:
+    """A regex alternation of `words` that shares their common prefixes."""
+    children: dict[str, list[str]] = {}
+    for word in words:
+        children.setdefault(word[:1], []).append(word[1:])
+    alternatives = ["" if head == "" else re.escape(head) + _trie(tails) for head, tails in sorted(children.items())]
+    return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+
+PICKER = attribute_picker(MAPPED_ATTRIBUTES)
+
+
+def iter_ads(stream: BinaryIO, picker: re.Pattern[str] | None = None) -> Iterator[tuple[int, dict[str, str]] | Rejection]:
+    """Split a history stream into ads: (first line, {lower-case name: raw value text}); with a `picker`
+    (`attribute_picker`), only the attributes it names.
 
     An ad ends at a `***` banner line, a blank line or the end of the file. An ad with an unreadable line
     (not `Name = value`, not UTF-8, over 1 MiB) is rejected whole, naming that line. The stream is read in
     8 MiB blocks and split into ads with one regular expression that starts with a literal newline (so
-    the regex engine skips from newline to newline); each ad is decoded once and split with str.partition.
+    the regex engine skips from newline to newline); each ad is decoded once and read by one regular expression (with a `picker`) or split with str.partition.
     An ad larger than 64 MiB is rejected without being held whole.
     """
     buffer = b"\n"  # a virtual newline before the first line: every line then follows a "\n"
@@ -182,11 +286,11 @@ def iter_ads(stream: BinaryIO) -> Iterator[tuple[int, dict[str, str]] | Rejectio
                 if skipping:
                     skipping = False
                 else:
-                    yield parse_ad(buffer[position + 1 : match.start()], line)
+                    yield parse_ad(buffer[position + 1 : match.start()], line, picker)
             position = match.end()
         if at_end and position < len(buffer) and buffer[position:].strip() and not skipping:
             line += buffer.count(b"\n", counted, position + 1)
-            yield parse_ad(buffer[position + 1 :], line)
+            yield parse_ad(buffer[position + 1 :], line, picker)
             return
         newlines += buffer.count(b"\n", 0, position)
         buffer = buffer[position:]
@@ -199,8 +303,17 @@ def iter_ads(stream: BinaryIO) -> Iterator[tuple[int, dict[str, str]] | Rejectio
             buffer = buffer[cut:]
 
 
-def parse_ad(chunk: bytes, first: int) -> tuple[int, dict[str, str]] | Rejection:
-    """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line."""
+def picked(picker: re.Pattern[str], name: str) -> bool:
+    """Whether `picker` keeps the attribute `name`."""
+    match = picker.match(f"\n{name} = ")
+    return bool(match and match[1])
+
+
+def parse_ad(chunk: bytes, first: int, picker: re.Pattern[str] | None = None) -> tuple[int, dict[str, str]] | Rejection:
+    """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line.
+
+    With a `picker` (see `attribute_picker`) only the attributes it names are kept; one regular expression
+    checks every line and finds the wanted ones, so that no Python code runs per line."""
     if len(chunk) > MAX_LINE_BYTES:
         for offset, raw in enumerate(chunk.split(b"\n")):
             if len(raw) > MAX_LINE_BYTES:
@@ -211,20 +324,29 @@ def parse_ad(chunk: bytes, first: int) -> tuple[int, dict[str, str]] | Rejection
         offset = chunk.count(b"\n", 0, exc.start)
         column = exc.start - (chunk.rfind(b"\n", 0, exc.start) + 1)
         return Rejection(first + offset, f"not UTF-8 (byte 0x{chunk[exc.start]:02x} at column {column + 1})")
-    if text.count("\n") >= MAX_AD_LINES:
+    if len(text) >= MAX_AD_LINES and text.count("\n") >= MAX_AD_LINES:  # fewer characters: fewer lines
         return Rejection(first + MAX_AD_LINES, f"ad longer than {MAX_AD_LINES} lines")
-    # The fast path, C-level over the lines: every line `Name = value` (values are stripped when read).
-    parts = list(map(PARTITION, text.rstrip("\n").split("\n")))
+    # The fast paths, C-level over the lines: every line `Name = value` (values are stripped when read).
+    body = text.rstrip("\n")
+    if picker is not None:
+        pairs = picker.findall("\n" + body)
+        if not pairs:
+            return first, {}
+        if ("", "") not in pairs:  # every line is `Name = value`
+            names, values = zip(*pairs, strict=True)  # one lower() for all names: fewer Python steps per ad
+            return first, dict(zip("\n".join(names).lower().split("\n"), values, strict=True))
+    parts = list(map(PARTITION, body.split("\n")))
     names = "\n".join(map(NAME_OF, parts))
-    if "" not in map(SEP_OF, parts) and NAME_LINES.fullmatch(names):
+    if picker is None and "" not in map(SEP_OF, parts) and NAME_LINES.fullmatch(names):
         return first, dict(zip(names.lower().split("\n"), map(VALUE_OF, parts), strict=True))
     ad: dict[str, str] = {}
-    for offset, raw in enumerate(text.rstrip("\n").split("\n")):  # other spacing around `=`, or a bad line
+    for offset, raw in enumerate(body.split("\n")):  # other spacing around `=`, or a bad line
         name, sep, value = raw.partition("=")
         name = name.strip()
         if not sep or not ATTRIBUTE_NAME.match(name):
             return Rejection(first + offset, f"not a ClassAd attribute line: {raw[:80]!r}")
-        ad[name.lower()] = value.strip()
+        if picker is None or picked(picker, name):
+            ad[name.lower()] = value.strip()
     return first, ad
 
 
@@ -287,16 +409,7 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
     if text(ad, "GlideinEntryName", "GlideinFactory") and (number(ad, "JobUniverse") or 0) == 9:
         return as_factory_pilot(record, ad, global_job_id)
 
-    pilot_ref = ""
-    schedd = text(ad, "MATCH_EXP_JOB_GLIDEIN_Schedd")
-    cluster = text(ad, "MATCH_EXP_JOB_GLIDEIN_ClusterId")
-    proc = text(ad, "MATCH_EXP_JOB_GLIDEIN_ProcId")
-    if schedd and cluster and proc:
-        pilot_ref = f"{schedd}#{cluster}.{proc}"
-    else:
-        match = GLIDEIN_HOST.search(text(ad, "LastRemoteHost", "RemoteHost"))
-        if match:
-            pilot_ref = match.group(1)
+    pilot_ref = pilot_link(ad)
     if pilot_ref or text(ad, "MachineAttrGLIDEIN_Site0", "MachineAttrGLIDEIN_ResourceName0"):
         record.kind = RecordKind.PAYLOAD
         record.pilot_ref = pilot_ref
@@ -304,6 +417,17 @@ def ad_to_record(ad: dict[str, str], line: int, context: ParseContext) -> Parsed
         # A batch job's resource is the schedd that ran it (the CE, for a CE's history): its GlobalJobId's host.
         record.resource = global_job_id.partition("#")[0]
     return record
+
+
+def pilot_link(ad: dict[str, str]) -> str:
+    """The pilot a job ran in, as its ad names it: `schedd#cluster.proc`, else the glidein startd name; "" if none."""
+    schedd = text(ad, "MATCH_EXP_JOB_GLIDEIN_Schedd")
+    cluster = text(ad, "MATCH_EXP_JOB_GLIDEIN_ClusterId")
+    proc = text(ad, "MATCH_EXP_JOB_GLIDEIN_ProcId")
+    if schedd and cluster and proc:
+        return f"{schedd}#{cluster}.{proc}"
+    match = GLIDEIN_HOST.search(text(ad, "LastRemoteHost", "RemoteHost"))
+    return match.group(1) if match else ""
 
 
 def as_factory_pilot(record: ParsedRecord, ad: dict[str, str], global_job_id: str) -> ParsedRecord:

@@ -12,10 +12,11 @@ from django.db import connection
 from django.utils import timezone
 
 from ingest.models import Bundle, BundleError
-from ingest.parsers import DETECT_BYTES, ParseContext, Rejection, detect_format, get_parser
+from ingest.parsers import DETECT_BYTES, ParseContext, ParsedRecord, PilotRuns, Rejection, detect_format, get_parser
 from ingest.services import store
-from ingest.services.loader import RecordLoader
+from ingest.services.loader import RecordLoader, Run, call
 from ingest.services.members import ArchiveRejected, Member, close_archives, open_member, plan
+from ingest.services.pipeline import Writer
 from ingest.services.side_loader import SideLoader, handles
 
 logger = logging.getLogger(__name__)
@@ -79,8 +80,9 @@ def create_bundle_from_path(path: Path, **kwargs) -> Bundle:
 class _ErrorSink:
     """Collects rejections of one bundle and writes them in bulk (the first MAX_ERRORS_KEPT of them)."""
 
-    def __init__(self, bundle: Bundle) -> None:
+    def __init__(self, bundle: Bundle, run: Run = call) -> None:
         self.bundle = bundle
+        self.run = run
         self.pending: list[BundleError] = []
         self.count = 0
 
@@ -93,7 +95,7 @@ class _ErrorSink:
 
     def flush(self) -> None:
         if self.pending:
-            BundleError.objects.bulk_create(self.pending)
+            self.run(BundleError.objects.bulk_create, self.pending)
             self.pending = []
 
 
@@ -140,60 +142,74 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
     )  # fmt: skip
     BundleError.objects.filter(bundle_id=bundle_id).delete()
     bundle.refresh_from_db()
-    errors = _ErrorSink(bundle)
-    formats: list[str] = []
-    loaders: dict[str, RecordLoader | SideLoader] = {}
-    read = 0
-    done_bytes = 0
-    context = ParseContext(site=bundle.site_hint, schedd=bundle.schedd_hint)
-    path = store.absolute(bundle.stored_path)
-    try:
-        kind, members = plan(path)
-    except (ArchiveRejected, OSError) as exc:
-        errors.add(bundle.original_name, None, str(exc))
-        members, kind = [], "file"
-    display_prefix = "" if kind == "file" else f"{bundle.original_name}:"
-    by_name = {member.name: member for member in members}
-    for member in members:
-        if member.name.endswith(".err") and member.name[: -len(".err")] + ".out" in by_name:
-            continue  # read with its job.N.M.out by the glidein parser
-        display = bundle.original_name if kind == "file" else f"{display_prefix}{member.name}"
-        if member.problem:
-            errors.add(display, None, member.problem)
-            continue
+    with Writer() as writer:  # the database work of the loop, on a second thread while this one parses
+        errors = _ErrorSink(bundle, writer.submit)
+        formats: list[str] = []
+        loaders: dict[str, RecordLoader | SideLoader] = {}
+        read = 0
+        done_bytes = 0
+        context = ParseContext(site=bundle.site_hint, schedd=bundle.schedd_hint)
+        path = store.absolute(bundle.stored_path)
         try:
-            with open_member(path, kind, member) as stream:
-                head = stream.read(DETECT_BYTES)
-                parser = get_parser(bundle.requested_format) if bundle.requested_format else detect_format(head, member.name)
-                if parser is None:
-                    errors.add(display, None, "unrecognised format (not any of the known log formats)")
-                    continue
-                if parser.name not in formats:
-                    formats.append(parser.name)
-                loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name))
-                side = loaders.setdefault(f"{parser.name}:side", SideLoader(bundle.pk))
-                stream = _Rewound(head, stream)
-                extras = parser_extras(path, kind, member, parser, context, by_name)
-                for item in _contained(parser.parse(stream, member.name, context, **extras), errors, display):
-                    if isinstance(item, Rejection):
-                        errors.add(display, item.line, item.reason)
+            kind, members = plan(path)
+        except (ArchiveRejected, OSError) as exc:
+            errors.add(bundle.original_name, None, str(exc))
+            members, kind = [], "file"
+        display_prefix = "" if kind == "file" else f"{bundle.original_name}:"
+        by_name = {member.name: member for member in members}
+        for member in members:
+            if member.name.endswith(".err") and member.name[: -len(".err")] + ".out" in by_name:
+                continue  # read with its job.N.M.out by the glidein parser
+            display = bundle.original_name if kind == "file" else f"{display_prefix}{member.name}"
+            if member.problem:
+                errors.add(display, None, member.problem)
+                continue
+            try:
+                with open_member(path, kind, member) as stream:
+                    head = stream.read(DETECT_BYTES)
+                    parser = get_parser(bundle.requested_format) if bundle.requested_format else detect_format(head, member.name)
+                    if parser is None:
+                        errors.add(display, None, "unrecognised format (not any of the known log formats)")
                         continue
-                    if handles(item):
-                        side.add(item)
-                    else:
-                        loader.add(item, display)
-                    read += 1
-                    if read % PROGRESS_EVERY == 0:
-                        _save_progress(bundle, read, errors, loaders, done_bytes + stream.position)
-                        if progress:
-                            progress(done_bytes + stream.position, bundle.size_bytes)
-        except (ArchiveRejected, OSError, EOFError) as exc:
-            errors.add(display, None, f"could not read: {exc}")
-        done_bytes += member.size
-        if progress:
-            progress(min(done_bytes, bundle.size_bytes), bundle.size_bytes)
+                    if parser.name not in formats:
+                        formats.append(parser.name)
+                    loader = loaders.setdefault(parser.name, RecordLoader(bundle.pk, parser.name, run=writer.submit))
+                    side = loaders.setdefault(f"{parser.name}:side", SideLoader(bundle.pk, run=writer.submit))
+                    stream = _Rewound(head, stream)
+                    extras = parser_extras(path, kind, member, parser, context, by_name)
+                    for item in _contained(parser.parse(stream, member.name, context, **extras), errors, display):
+                        if type(item) is ParsedRecord:  # the common case first
+                            loader.add(item, display)
+                        elif isinstance(item, Rejection):
+                            errors.add(display, item.line, item.reason)
+                            continue
+                        elif isinstance(item, PilotRuns):
+                            loader.add_runs(item, display)
+                            continue  # not a record: the runs of records read
+                        elif handles(item):
+                            side.add(item)
+                        else:
+                            loader.add(item, display)
+                        read += 1
+                        if read % PROGRESS_EVERY == 0:
+                            errors.flush()
+                            position = done_bytes + stream.position
+                            writer.submit(_save_progress, bundle, read, errors.count, list(loaders.values()), position)
+                            if progress:
+                                progress(position, bundle.size_bytes)
+            except (ArchiveRejected, OSError, EOFError) as exc:
+                errors.add(display, None, f"could not read: {exc}")
+            done_bytes += member.size
+            if progress:
+                progress(min(done_bytes, bundle.size_bytes), bundle.size_bytes)
+        for loader in loaders.values():
+            loader.flush()
+        errors.flush()
+    errors.run = call  # the writer is closed: this thread writes again
     for loader in loaders.values():
-        loader.flush()
+        if isinstance(loader, RecordLoader):
+            for file, line, reason in loader.attach_runs():
+                errors.add(file, line, reason)
     errors.flush()
     counts = [loader.counts for loader in loaders.values()]
     firsts = [c.first_day for c in counts if c.first_day]
@@ -247,15 +263,15 @@ def mark_failed(bundle_id: int, message: str) -> None:
     Bundle.objects.filter(pk=bundle_id).update(status=Bundle.Status.FAILED, message=message[:2000], finished_at=timezone.now())
 
 
-def _save_progress(bundle: Bundle, read: int, errors: _ErrorSink, loaders: dict, position: int) -> None:
-    errors.flush()
-    counts = [loader.counts for loader in loaders.values()]
+def _save_progress(bundle: Bundle, read: int, rejected: int, loaders: list, position: int) -> None:
+    """Counts so far (run on the writer thread after the batches before it, so its counts are up to date)."""
+    counts = [loader.counts for loader in loaders]
     Bundle.objects.filter(pk=bundle.pk).update(
         records_read=read,
         records_inserted=sum(c.inserted for c in counts),
         records_updated=sum(c.updated for c in counts),
         duplicates=sum(c.duplicates for c in counts),
-        rejected=errors.count,
+        rejected=rejected,
         bytes_done=min(position, bundle.size_bytes),
     )
 

@@ -7,16 +7,26 @@ transaction, with bulk statements (never one INSERT per row).
 from __future__ import annotations
 
 import hashlib
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import UniqueViolation
 
+from accounting.choices import RecordKind
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
-from ingest.parsers.base import ParsedRecord
+from ingest.parsers.base import ParsedRecord, PilotRuns
 
 BATCH_SIZE = 2000
+Run = Callable[..., None]  # run(work, *args): `call` at once, or `pipeline.Writer.submit`
+
+
+def call(work: Callable, *args) -> None:
+    work(*args)
+
 # Several sources describe the same pilot. A more detailed source is never overwritten by a coarser one, so
 # the stored pilot (and the summaries) do not depend on the order the sources arrive in.
 # job.out (measured start and end) > schedd history > completed_jobs (its end is when the factory logged it).
@@ -54,6 +64,14 @@ UPSERT = (
     f"AND {_RANK_SQL.format('u.source_format')} <= {_RANK_SQL.format('EXCLUDED.source_format')} "
     "RETURNING u.id, u.natural_key, (u.xmax = 0)"
 )
+# Binary COPY: the values are sent as PostgreSQL stores them, with the column types of the table (about ten
+# times less client time per row than formatting text).
+COPY_RECORDS = f"COPY accounting_usagerecord ({STAGE_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)"  # a batch of new jobs
+COPY_STAGE = f"COPY gl_stage ({STAGE_COLUMN_LIST}) FROM STDIN (FORMAT BINARY)"
+COLUMN_TYPES = (
+    "SELECT attname, atttypid FROM pg_attribute "
+    "WHERE attrelid = 'accounting_usagerecord'::regclass AND attnum > 0 AND NOT attisdropped"
+)
 UPDATE_FIELDS = [
     "kind", "record_hash", "source_format", "bundle", "source_file", "source_line", "site", "resource", "vo",
     "person", "project", "fqan", "local_user", "pilot_ref", "start", "end", "wall_seconds", "cores", "memory_mb",
@@ -61,11 +79,18 @@ UPDATE_FIELDS = [
 ]  # fmt: skip
 
 
+START, END = operator.attrgetter("start"), operator.attrgetter("end")
+_RECORD_VALUES = operator.attrgetter(*RECORD_FIELDS)
+_PILOT_VALUES = operator.attrgetter(*PILOT_FIELDS)
+
+
 def record_hash(record: ParsedRecord) -> str:
-    """A digest of everything a record says, so a changed re-send is told from an identical one."""
-    parts = [repr(getattr(record, name)) for name in RECORD_FIELDS]
+    """A digest of everything a record says, so a changed re-send is told from an identical one.
+
+    Stored in every row: the text hashed must never change, or every re-send would count as a change."""
+    parts = list(map(repr, _RECORD_VALUES(record)))
     if record.pilot is not None:
-        parts += [repr(getattr(record.pilot, name)) for name in PILOT_FIELDS]
+        parts += map(repr, _PILOT_VALUES(record.pilot))
     if record.extra:
         parts.append(repr(record.extra))
     return hashlib.sha1("\x1f".join(parts).encode("utf-8"), usedforsecurity=False).hexdigest()
@@ -87,7 +112,7 @@ class DimensionCache:
     def resolve(self, records: list[ParsedRecord]) -> None:
         for attr, model in DIMENSIONS.items():
             known = self.ids[attr]
-            missing = {getattr(r, attr) for r in records} - known.keys() - {""}
+            missing = set(map(operator.attrgetter(attr), records)) - known.keys() - {""}
             if not missing:
                 continue
             known.update(model.objects.filter(name__in=missing).names())
@@ -114,35 +139,83 @@ class LoadCounts:
         self.first_day = first if self.first_day is None else min(self.first_day, first)
         self.last_day = last if self.last_day is None else max(self.last_day, last)
 
+    def touch_all(self, records: list[ParsedRecord]) -> None:
+        """`touch` for every record, in bulk: the earliest start, and the records with the latest end, decide
+        (a later end never has an earlier last day)."""
+        if not records:
+            return
+        start = min(map(START, records))
+        self.touch(start, start)
+        latest = max(map(END, records))
+        for record in records:
+            if record.end == latest:
+                self.touch(record.start, record.end)
+
 
 class RecordLoader:
     """Buffers parsed records of one bundle and writes them in batches (see the module docstring)."""
 
-    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, bundle_id: int | None, source_format: str, batch_size: int | None = None, run: Run = call) -> None:
         self.bundle_id = bundle_id
         self.source_format = source_format
-        self.batch_size = batch_size
+        self.batch_size = batch_size or BATCH_SIZE
+        self.run = run  # how a batch's write is run: at once, or queued on the ingest's writer thread
         self.dimensions = DimensionCache()
+        self.column_types: list[int] | None = None
         self.counts = LoadCounts()
-        self.buffer: list[tuple[ParsedRecord, str]] = []
+        self.buffer: list[tuple[ParsedRecord, str, str]] = []  # (record, file, record_hash)
+        self.pending_runs: list[tuple[PilotRuns, str]] = []  # standalone startd histories: attached at the end
 
     def add(self, record: ParsedRecord, filename: str) -> None:
-        self.buffer.append((record, filename))
+        # Hashed here, on the parsing thread: the writer thread then starts on the database sooner.
+        self.buffer.append((record, filename, record_hash(record)))
         if len(self.buffer) >= self.batch_size:
             self.flush()
+
+    def add_runs(self, item: PilotRuns, filename: str) -> None:
+        self.pending_runs.append((item, filename))
+
+    def attach_runs(self) -> list[tuple[str, int, str]]:
+        """Attach the runs of standalone startd histories to their pilots, once every record of the bundle is
+        stored (the pilot may come in a later file): the same replacement as for a glidein `.err`'s runs (a
+        pilot's startd history lists all its runs; two files of one pilot add up). Returns (file, line,
+        reason) of the histories whose pilot is not stored, so that they are reported, not dropped silently."""
+        if not self.pending_runs:
+            return []
+        refs = {item.pilot_ref for item, _ in self.pending_runs}
+        pilots = UsageRecord.objects.filter(kind=RecordKind.PILOT)
+        pks = dict(pilots.filter(natural_key__in=refs).values_list("natural_key", "pk"))
+        pks |= dict(
+            PilotDetails.objects.filter(record__in=pilots, glidein_name__in=refs - pks.keys()).values_list("glidein_name", "record_id")
+        )
+        runs: dict[str, list[dict]] = {}
+        missing = []
+        for item, filename in self.pending_runs:
+            if item.pilot_ref in pks:
+                runs.setdefault(item.pilot_ref, []).extend(item.runs)
+            else:
+                missing.append((filename, item.line, f"startd history of pilot {item.pilot_ref}: no such pilot is stored, so "
+                                f"its {len(item.runs)} runs are not attached (ingest the pilot, then this file again)"))  # fmt: skip
+        if runs:
+            with transaction.atomic():
+                self._write_runs(runs, pks)
+        self.pending_runs = []
+        return missing
 
     def flush(self) -> None:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
+        self.run(self._write_batch, batch)
+
+    def _write_batch(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
         with transaction.atomic():
             self._write(batch)
 
-    def _write(self, batch: list[tuple[ParsedRecord, str]]) -> None:
+    def _write(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
         # Within a batch a later send of the same job replaces an earlier one.
         latest: dict[str, tuple[ParsedRecord, str, str]] = {}
-        for record, filename in batch:
-            digest = record_hash(record)
+        for record, filename, digest in batch:
             previous = latest.get(record.natural_key)
             if previous is not None and previous[2] == digest:
                 self.counts.duplicates += 1
@@ -161,15 +234,20 @@ class RecordLoader:
         if runs:
             self._write_runs(runs, pks)
 
-    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
-        """PostgreSQL: COPY the batch into a staging table, then one INSERT ... ON CONFLICT DO UPDATE.
+    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int | None]:
+        """PostgreSQL: COPY a batch of new jobs straight into the table (`_insert_new`); any other batch into a
+        staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
         Returns {natural key: id} of the rows inserted or changed."""
         now = timezone.now()
+        pks = self._insert_new(latest, now)
+        if pks is not None:
+            return pks
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
-            with cursor.cursor.copy(f"COPY gl_stage ({STAGE_COLUMN_LIST}) FROM STDIN") as copy:
+            with cursor.cursor.copy(COPY_STAGE) as copy:
+                copy.set_types(self._column_types(cursor))
                 for record, filename, digest in latest.values():
                     copy.write_row(self._values(record, filename, digest, now))
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
@@ -194,6 +272,40 @@ class RecordLoader:
             record = latest[key][0]
             self.counts.touch(record.start, record.end)
         return {key: pk for pk, key, _ in written}
+
+    def _insert_new(self, latest: dict[str, tuple[ParsedRecord, str, str]], now: datetime) -> dict[str, int] | None:
+        """COPY the batch straight into the records table, in a savepoint: the common case of a new file, without
+        the staging table, the join and the speculative inserts of the upsert. None, with nothing written, when
+        one of its jobs is stored already (by an earlier file, an earlier attempt at this bundle or another
+        worker right now): the unique index refuses it at the first such row, so little work is lost.
+
+        Returns {natural key: id} like the upsert, with the ids looked up only for the rows that need them
+        (pilots: their details and job runs); None for the others."""
+        with connection.cursor() as cursor:
+            try:
+                types = self._column_types(cursor)
+                with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
+                    copy.set_types(types)
+                    for record, filename, digest in latest.values():
+                        copy.write_row(self._values(record, filename, digest, now))
+            except (IntegrityError, UniqueViolation):
+                return None
+            pilots = [key for key, (record, _, _) in latest.items() if record.pilot is not None or "runs" in record.extra]
+            ids = {}
+            if pilots:
+                cursor.execute("SELECT natural_key, id FROM accounting_usagerecord WHERE natural_key = ANY(%s)", [pilots])
+                ids = dict(cursor.fetchall())
+        self.counts.inserted += len(latest)
+        self.counts.touch_all([record for record, _, _ in latest.values()])
+        return {key: ids.get(key) for key in latest}
+
+    def _column_types(self, cursor) -> list[int]:
+        """The type oids of STAGE_COLUMNS in the records table (the staging table has the same), for binary COPY."""
+        if self.column_types is None:
+            cursor.execute(COLUMN_TYPES)
+            oids = dict(cursor.fetchall())
+            self.column_types = [oids[name] for name in STAGE_COLUMNS]
+        return self.column_types
 
     def _upsert_orm(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
         """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.db import transaction
 
 from accounting.models import VO, ApelSummary, CapacitySnapshot, Person, Resource, Site
-from ingest.services.loader import LoadCounts
+from ingest.services.loader import LoadCounts, Run, call
 
 BATCH_SIZE = 2000
 SNAPSHOT_SPAN = timedelta(hours=1)
@@ -73,8 +73,9 @@ def handles(item) -> bool:
 class SideLoader:
     """Buffers summaries / snapshots of one bundle and upserts them in batches."""
 
-    def __init__(self, bundle_id: int | None) -> None:
+    def __init__(self, bundle_id: int | None, run: Run = call) -> None:
         self.bundle_id = bundle_id
+        self.run = run
         self.counts = LoadCounts()
         self.buffer: list = []
         self._names: dict = {}
@@ -86,6 +87,10 @@ class SideLoader:
 
     def flush(self) -> None:
         batch, self.buffer = self.buffer, []
+        if batch:
+            self.run(self._write_batch, batch)
+
+    def _write_batch(self, batch: list) -> None:
         by_kind: dict[str, list] = {}
         for item in batch:
             by_kind.setdefault(type(item).__name__, []).append(item)

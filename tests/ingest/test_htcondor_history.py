@@ -1,5 +1,6 @@
 """The HTCondor history parser on hand-written ads and on the real Gratia probe samples."""
 import io
+import math
 from datetime import datetime, timezone
 
 import classad2
@@ -262,3 +263,128 @@ def test_a_batch_jobs_resource_is_the_schedd_that_ran_it():
 def test_over_long_names_are_rejected_not_truncated():
     (item,) = parse(PAYLOAD.replace('ProjectName = "Astro-101"', f'ProjectName = "{"P" * 300}"'))
     assert isinstance(item, Rejection) and "project longer than 200 characters" in item.reason
+
+
+# --- The attribute picker: the parser keeps only the attributes it maps, with the same values ---
+
+
+class _Reads(dict):
+    """An ad that records which attributes the mapping asks for."""
+
+    asked: set
+
+    def get(self, key, default=None):
+        self.asked.add(key)
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("text", [PAYLOAD, PAYLOAD.replace("ExitBySignal = false", "ExitBySignal = true"),
+                                  PAYLOAD.replace("MATCH_EXP_JOB_GLIDEIN", "X").replace("MachineAttr", "Y")])  # fmt: skip
+def test_picked_attributes_cover_everything_the_mapping_reads(text):
+    from ingest.parsers.htcondor_history import MAPPED_ATTRIBUTES, ad_to_record, as_factory_pilot, iter_ads
+
+    ((line, ad),) = list(iter_ads(io.BytesIO(text.encode())))
+    from ingest.parsers.gwms_glidein import run_from_ad  # a startd history's runs
+
+    for mapper in (lambda ad: ad_to_record(ad, line, CONTEXT), lambda ad: as_factory_pilot(ad_to_record(ad, line, CONTEXT), ad, "s#1.0#1"), run_from_ad):
+        reads = _Reads(ad)
+        reads.asked = set()
+        mapper(reads)
+        assert reads.asked <= {name.lower() for name in MAPPED_ATTRIBUTES}
+        assert len(reads.asked) > 10  # the recording works
+
+
+def picked_and_full(data: bytes) -> tuple[list, list]:
+    from ingest.parsers.htcondor_history import PICKER, iter_ads
+
+    picked = list(iter_ads(io.BytesIO(data), PICKER))
+    full = list(iter_ads(io.BytesIO(data)))
+    return picked, full
+
+
+def assert_same_mapped_values(picked: list, full: list) -> None:
+    from ingest.parsers.htcondor_history import MAPPED_ATTRIBUTES
+
+    wanted = {name.lower() for name in MAPPED_ATTRIBUTES}
+    assert len(picked) == len(full)
+    for mine, theirs in zip(picked, full, strict=True):
+        if isinstance(theirs, Rejection):
+            assert mine == theirs
+            continue
+        assert mine[0] == theirs[0]
+        assert mine[1] == {name: value for name, value in theirs[1].items() if name in wanted}
+
+
+def test_picker_is_case_insensitive_and_the_last_value_wins():
+    data = b'globaljobid = "a#1.0#1"\nREMOTEWALLCLOCKTIME = 5\nOwner = "x"\nRemoteWallClockTime = 7\nOWNER = "y"\nCmd = "z"\n'
+    picked, full = picked_and_full(data)
+    assert picked == [(1, {"globaljobid": '"a#1.0#1"', "remotewallclocktime": "7", "owner": '"y"'})]
+    assert_same_mapped_values(picked, full)
+
+
+def test_picker_reads_the_real_samples_like_the_full_parse(samples_dir):
+    files = sorted((samples_dir / "gratia/gratia-probe/condor-ap-history").glob("history.*"))
+    assert files
+    for path in files:
+        assert_same_mapped_values(*picked_and_full(path.read_bytes()))
+
+
+ATTRIBUTE_LINE = st.one_of(
+    st.tuples(st.sampled_from(["GlobalJobId", "globaljobid", "Owner", "OWNER", "RemoteWallClockTime", "Cmd", "x509userproxysubject",
+                               "MATCH_EXP_JOB_GLIDEIN_Schedd", "Owners", "Own", "A.b"]),
+              st.sampled_from([" = ", "=", " =  ", "  = "]),
+              st.text(alphabet=st.sampled_from(list('ab =\\"\r\t1#é*')), max_size=12)).map("".join),
+    st.sampled_from(["*** banner", "", "   ", "*** EPOCH ProcId = 1", "not an attribute", "\r"]),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ATTRIBUTE_LINE, max_size=30), st.booleans())
+def test_fuzz_picker_agrees_with_the_full_parse(lines, final_newline):
+    data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
+    assert_same_mapped_values(*picked_and_full(data))
+
+
+def reference_unquote(value: str) -> str:
+    """The definition: strip, then a quoted literal loses its quotes and backslash escapes."""
+    import re
+
+    value = value.strip()
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return "" if value.upper() in ("UNDEFINED", "ERROR") else value
+
+
+@given(st.text(alphabet=st.sampled_from(list(' "\\ab\tU\r')), max_size=8) | st.sampled_from(['"x"', ' "x" ', '"a\\"b"', "undefined", '"']))
+def test_unquote_shortcut_agrees_with_the_definition(value):
+    from ingest.parsers.htcondor_history import unquote
+
+    assert unquote(value) == reference_unquote(value)
+
+
+@given(st.text(alphabet=st.sampled_from(list(" 0123.e-+UNDEFINEDundefinednaif_")), max_size=10))
+def test_number_is_none_for_undefined_and_refuses_what_is_not_a_number(raw):
+    from ingest.parsers.htcondor_history import HistoryFormatError, number
+
+    try:
+        expected = None if raw.strip().upper() == "UNDEFINED" else float(raw)
+    except ValueError:
+        expected = "error"
+    if expected is not None and expected != "error" and not math.isfinite(expected):
+        expected = "error"
+    try:
+        got = number({"x": raw}, "x")
+    except HistoryFormatError:
+        got = "error"
+    assert got == expected
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab* \t\r\n=")), max_size=60))
+def test_separator_finds_exactly_the_banner_and_blank_lines(text):
+    import re
+
+    from ingest.parsers.htcondor_history import SEPARATOR
+
+    definition = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or a blank line
+    data = text.encode()
+    assert [m.span() for m in SEPARATOR.finditer(data)] == [m.span() for m in definition.finditer(data)]

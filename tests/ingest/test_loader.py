@@ -2,6 +2,8 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounting.models import PilotJobRun, UsageRecord
 from ingest.parsers.base import ParsedRecord, PilotInfo
@@ -75,3 +77,51 @@ def test_counts_and_rows_agree_between_paths_for_inserts_updates_duplicates_and_
     other.flush()
     assert (other.counts.inserted, other.counts.duplicates) == (0, 1)
     assert (other.counts.first_day, other.counts.last_day) == (None, None)
+
+
+def job(key: str, hours: float = 1) -> ParsedRecord:
+    return ParsedRecord(kind="payload", natural_key=key, start=T0, end=T0 + timedelta(hours=hours), wall_seconds=hours * 3600)
+
+
+def test_a_batch_with_one_stored_job_at_its_end_is_upserted_whole_without_doubles():
+    first = RecordLoader(None, "htcondor-history")
+    first.add(job("ap#3.0#1"), "f")
+    first.flush()
+    loader = RecordLoader(None, "htcondor-history")
+    for record in (job("ap#1.0#1"), job("ap#2.0#1"), job("ap#3.0#1"), job("ap#4.0#1", hours=2)):
+        loader.add(record, "f")
+    loader.flush()
+    assert (loader.counts.inserted, loader.counts.updated, loader.counts.duplicates) == (3, 0, 1)
+    assert sorted(UsageRecord.objects.values_list("natural_key", flat=True)) == [f"ap#{n}.0#1" for n in (1, 2, 3, 4)]
+    assert UsageRecord.objects.get(natural_key="ap#4.0#1").wall_seconds == 7200
+
+
+def test_record_hash_text_never_changes():
+    """Stored in every row: a new hash for the same record would make every re-send count as a change."""
+    from ingest.services.loader import record_hash
+
+    payload = ParsedRecord(kind="payload", natural_key="ap#1.0#1", start=T0, end=T0.replace(hour=9), wall_seconds=3600.0,
+                           cores=2, memory_mb=4000, cpu_user_seconds=12.5, exit_code=0, site="MWT2", resource="MWT2_UC",
+                           vo="osg", person="/CN=A", project="P", fqan="/osg", local_user="a", pilot_ref="s#1.0")  # fmt: skip
+    glidein = ParsedRecord(kind="pilot", natural_key="s#1.0", start=T0, end=T0.replace(hour=9), wall_seconds=3600.0, cores=8,
+                           pilot=PilotInfo(cores=8, entry="E", validation_seconds=3.0), extra={"stats": {}, "glidein_exit_code": 0})  # fmt: skip
+    assert record_hash(payload) == "3bf78dccde635e5b07b6618467fdeac2036eec56"
+    assert record_hash(glidein) == "82282e401d78f75e42aa6faae29dd901e92cd247"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 96), st.integers(0, 96)), min_size=1, max_size=8))
+def test_touch_all_gives_the_days_of_touching_each_record(spans):
+    """Hours from a midnight: ends at midnight (the previous day is the last) and zero-length jobs included."""
+    from ingest.services.loader import LoadCounts
+
+    midnight = datetime(2024, 3, 10, tzinfo=timezone.utc)
+    records = [job(f"k{n}") for n in range(len(spans))]
+    for record, (start, length) in zip(records, spans, strict=True):
+        record.start = midnight + timedelta(hours=start)
+        record.end = record.start + timedelta(hours=length % 25 if length % 3 else 0)
+    one_by_one, bulk = LoadCounts(), LoadCounts()
+    for record in records:
+        one_by_one.touch(record.start, record.end)
+    bulk.touch_all(records)
+    assert (bulk.first_day, bulk.last_day) == (one_by_one.first_day, one_by_one.last_day)

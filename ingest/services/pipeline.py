@@ -1,0 +1,111 @@
+"""Writing while parsing: one ingest's database work runs in order on a second thread.
+
+psycopg releases the GIL while PostgreSQL works, and PostgreSQL runs on another core, so the parser can
+read batch N+1 while batch N is copied and upserted; the wall time of an ingest is then about the larger of
+parsing and loading rather than their sum (issue 3). Nothing else changes:
+
+- the thread uses the caller's own connection (Django's thread sharing), so the advisory lock, an outer
+  transaction and every batch's own transaction are exactly what they were;
+- all the database work of the ingest loop (batch writes, rejected lines, progress) goes through the one
+  queue and runs in the order it was submitted, while the caller does not touch the database;
+- the queue is bounded (the parser never runs more than `depth` batches ahead: memory stays bounded);
+- the first error stops the writing: later work is dropped and the error is raised in the caller, at its
+  next submit or when the writer is closed, as it would have been raised by the write itself.
+"""
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from collections.abc import Callable
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+DEPTH = 2
+# After each reply from PostgreSQL the writer thread waits for the GIL, which the parsing thread gives up only
+# every "switch interval" (5 ms by default): several times per batch, during which PostgreSQL sits idle. A
+# shorter interval while the writer runs (the process does nothing else then) keeps the server busier.
+SWITCH_INTERVAL = 0.0005
+_STOP = object()
+
+
+_switch = {"writers": 0, "saved": 0.0}  # writers running in this process, the interval before the first
+_switch_lock = threading.Lock()
+
+
+def _shorten_switch_interval() -> None:
+    with _switch_lock:
+        if _switch["writers"] == 0:
+            _switch["saved"] = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL)
+        _switch["writers"] += 1
+
+
+def _restore_switch_interval() -> None:
+    """Back to the interval of before, when the last writer of the process ends (ingests may overlap)."""
+    with _switch_lock:
+        _switch["writers"] -= 1
+        if _switch["writers"] == 0:
+            sys.setswitchinterval(_switch["saved"])
+
+
+class Writer:
+    """Runs submitted callables one after the other on a thread sharing the caller's database connection.
+
+    Use as a context manager; `close()` (or leaving the block) waits for the work submitted so far and
+    raises the first error it met."""
+
+    def __init__(self, depth: int = DEPTH, alias: str = DEFAULT_DB_ALIAS) -> None:
+        self.alias = alias
+        self.connection = connections[alias]
+        self.queue: queue.Queue = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None  # the first error of the thread; kept, raised to the caller
+        self.thread = threading.Thread(target=self._run, name="ingest-writer", daemon=True)
+        self.closed = False
+
+    def __enter__(self) -> Writer:
+        self.connection.inc_thread_sharing()
+        _shorten_switch_interval()
+        self.thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.close(raise_error=exc is None)
+        finally:
+            _restore_switch_interval()
+            self.connection.dec_thread_sharing()
+
+    def submit(self, work: Callable, *args) -> None:
+        """Queue `work(*args)`; blocks while `depth` items wait. Raises the writer's error, if any."""
+        if self.closed:
+            raise RuntimeError("the writer is closed")
+        self._raise()
+        self.queue.put((work, args))
+
+    def close(self, raise_error: bool = True) -> None:
+        """Wait for everything submitted, then stop the thread; raise its first error."""
+        if not self.closed:
+            self.closed = True
+            self.queue.put(_STOP)
+            self.thread.join()
+        if raise_error:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        connections[self.alias] = self.connection  # this thread's Django connection is the caller's
+        while True:
+            item = self.queue.get()
+            if item is _STOP:
+                return
+            if self.error is not None:
+                continue  # after an error nothing more is written; keep draining so the caller never blocks
+            work, args = item
+            try:
+                work(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, which raises it
+                self.error = exc
