@@ -16,6 +16,7 @@ from psycopg.types.string import TextLoader
 from accounting.choices import REPORTED_DESIGNATIONS
 from accounting.models import VO, DailyUsage, Person, Project, Resource, ScienceDomain, Site
 from accounting.services.reports import DIMENSIONS, METRICS, TRUNC, UsageQuery, usage_queryset
+from portal.models import MonthlyUsage
 
 BLOCK = 64 * 1024
 CHUNK_SIZE = 5000
@@ -78,7 +79,9 @@ def _sql_by_ids(query: UsageQuery, base) -> tuple[str, list]:
         qs = qs.filter(**{f"{DIMENSIONS[name]}__in": values})
     keys = [KEYS[name][0] for name in query.group_by]
     if query.period != "total":
-        qs = qs.annotate(period=F("day") if query.period == "day" else TRUNC[query.period]("day"))
+        # The month rollup's `day` is already its month's first day: no date_trunc per row there.
+        as_is = query.period == "day" or (query.period == "month" and qs.model is MonthlyUsage)
+        qs = qs.annotate(period=F("day") if as_is else TRUNC[query.period]("day"))
         keys.insert(0, "period")
     inner, params = qs.values(*keys).annotate(**{name: Sum(name) for name in METRICS}).order_by().query.sql_with_params()
     select, joins, order = [], [], []
