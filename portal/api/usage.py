@@ -7,6 +7,7 @@ rest into "(other)". Person-level queries (group by or filter on `user`) are sco
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -14,6 +15,7 @@ from accounting.services.reports import DIMENSIONS, PERIODS, QueryError
 from portal import explorer
 from portal.api.errors import bad_request, person_level_denied
 from portal.api.permissions import CanSeeAggregates
+from portal.api.renderers import FastJSONRenderer
 from portal.exports import csv_response, usage_csv_rows
 from portal.scope import PersonLevelDenied, usage_base
 
@@ -35,6 +37,7 @@ class UsageView(APIView):
     """Rows of reported usage (payload excess and unmatched hours only when asked for by `designation`)."""
 
     permission_classes = [permissions.IsAuthenticated, CanSeeAggregates]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
 
     @extend_schema(parameters=USAGE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
