@@ -167,8 +167,11 @@ def chart_data(rows: list[dict], query: UsageQuery, view: View) -> dict:
     totals: dict[tuple, dict] = {}
     for row in rows:
         key = series_key(row, query)
-        points = sums.setdefault(key, [dict.fromkeys(METRICS, 0.0) for _ in periods])
-        total = totals.setdefault(key, dict.fromkeys(METRICS, 0.0))
+        points = sums.get(key)
+        if points is None:  # (not setdefault: that would build a series' points for every row)
+            points = sums[key] = [dict.fromkeys(METRICS, 0.0) for _ in periods]
+            totals[key] = dict.fromkeys(METRICS, 0.0)
+        total = totals[key]
         point = points[index[row.get("period", "total")]]
         for name in METRICS:
             point[name] += row[name]
