@@ -16,7 +16,7 @@ from portal import explorer
 from portal.api.errors import bad_request, person_level_denied
 from portal.api.permissions import CanSeeAggregates
 from portal.api.renderers import FastJSONRenderer
-from portal.exports import csv_response, usage_csv_rows
+from portal.exports import csv_response, usage_csv_response
 from portal.scope import PersonLevelDenied, usage_base
 
 USAGE_PARAMETERS = [
@@ -52,8 +52,10 @@ class UsageView(APIView):
         except PersonLevelDenied as error:
             return person_level_denied(error)
         if fmt == "csv":
-            rows = usage_csv_rows(query, base) if view.top is None else explorer.explorer_rows(query, view, base)
-            return csv_response(query.columns(), rows, f"usage_{query.start}_{query.end}.csv")
+            filename = f"usage_{query.start}_{query.end}.csv"
+            if view.top is None:
+                return usage_csv_response(query, base, filename)
+            return csv_response(query.columns(), explorer.explorer_rows(query, view, base), filename)
         rows = explorer.explorer_rows(query, view, base)
         results = list(rows)
         return Response({"columns": query.columns(), "count": len(results), "results": results})
