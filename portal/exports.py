@@ -18,6 +18,7 @@ from accounting.choices import REPORTED_DESIGNATIONS
 from accounting.models import VO, DailyUsage, Person, Project, Resource, ScienceDomain, Site
 from accounting.services.reports import DIMENSIONS, METRICS, TRUNC, UsageQuery, usage_queryset
 from portal.models import MonthlyUsage
+from portal.rollups import reported_base
 
 BLOCK = 64 * 1024
 CHUNK_SIZE = 5000
@@ -71,11 +72,14 @@ def _sql_by_ids(query: UsageQuery, base) -> tuple[str, list]:
     ids first and named after: the names (unique) are joined to the summed rows and sorted there,
     not to every summary row before the GROUP BY. The WHERE is the report query's (designation, range,
     filters by name); tests/portal/test_exports.py pins the rows to `usage_rows`."""
-    qs = (base if base is not None else DailyUsage.objects.all()).filter(day__gte=query.start, day__lt=query.end)
-    if query.designation == "reported":
-        qs = qs.filter(designation__in=REPORTED_DESIGNATIONS)
-    elif query.designation != "all":
-        qs = qs.filter(designation=query.designation)
+    qs = reported_base(query, base)  # the month rollup's grain already summed over the reported designations
+    if qs is None:
+        qs = base if base is not None else DailyUsage.objects.all()
+        if query.designation == "reported":
+            qs = qs.filter(designation__in=REPORTED_DESIGNATIONS)
+        elif query.designation != "all":
+            qs = qs.filter(designation=query.designation)
+    qs = qs.filter(day__gte=query.start, day__lt=query.end)
     for name, values in query.filters.items():
         qs = qs.filter(**{f"{DIMENSIONS[name]}__in": values})
     keys = [KEYS[name][0] for name in query.group_by]
