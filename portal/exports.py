@@ -121,7 +121,9 @@ def _raw_chunks(query: UsageQuery, base, fields: list[str], period: bool, bulk: 
     them."""
     if connection.vendor != "postgresql" or not (query.group_by or period):
         rows = usage_queryset(query, base).values_list(*fields).iterator(chunk_size=CHUNK_SIZE)
+        hours = len(METRICS) - 1  # the last columns: floats, whatever type the backend sums them to
         while chunk := list(islice(rows, CHUNK_SIZE)):
+            chunk = [(*row[:-hours], *(float(v or 0.0) for v in row[-hours:])) for row in chunk]
             if period:
                 chunk = [(_iso(row[0]), *row[1:]) for row in chunk]
             yield chunk
@@ -137,7 +139,7 @@ def _raw_chunks(query: UsageQuery, base, fields: list[str], period: bool, bulk: 
 
 
 def _iso(value) -> str:
-    return value if isinstance(value, str) else value.isoformat()[:10]
+    return (value if isinstance(value, str) else value.isoformat())[:10]
 
 
 def usage_chunks(query: UsageQuery, base=None, *, bulk: bool = False) -> Iterator[list[tuple]]:
