@@ -81,40 +81,49 @@ def _sort_key(key: tuple) -> tuple:
     return tuple("" if v is None else str(v) for v in key)
 
 
-def apply_top(rows, query: UsageQuery, view: View) -> list[dict]:
+def top_values(rows: list[list], query: UsageQuery, view: View) -> list[list]:
     """Keep the `top` series with the largest totals of the ranked metric over the whole range; the
-    others are summed, per period, into one series whose dimensions all read "(other)"."""
-    rows = list(rows)
+    others are summed, per period, into one series whose dimensions all read "(other)".
+
+    Rows are lists in `query.columns()` order (as `portal.exports.usage_values` reads them); the rows
+    merged into "(other)" are never turned into dicts."""
     if not view.top or not query.group_by:
         return rows
+    columns = query.columns()
+    dims = [columns.index(name) for name in query.group_by]
+    first, last = dims[0], dims[-1] + 1
+    rank = columns.index(view.rank_metric)
     totals: dict[tuple, float] = defaultdict(float)
     for row in rows:
-        totals[series_key(row, query)] += row[view.rank_metric]
+        totals[tuple(row[first:last])] += row[rank]
     if len(totals) <= view.top:
         return rows
     keep = set(sorted(totals, key=lambda k: (-totals[k], _sort_key(k)))[: view.top])
-    kept: list[dict] = []
-    other: dict[str | None, dict] = {}
+    metrics = range(last, len(columns))
+    has_period = query.period != "total"
+    kept: list[list] = []
+    other: dict[str | None, list] = {}
     for row in rows:
-        if series_key(row, query) in keep:
+        if tuple(row[first:last]) in keep:
             kept.append(row)
             continue
-        period = row.get("period")
+        period = row[0] if has_period else None
         merged = other.get(period)
         if merged is None:
-            merged = other[period] = {name: row[name] for name in query.columns()} | dict.fromkeys(query.group_by, OTHER)
+            merged = other[period] = list(row)
+            merged[first:last] = [OTHER] * (last - first)
             continue
-        for name in METRICS:
-            merged[name] += row[name]
+        for i in metrics:
+            merged[i] += row[i]
     for merged in other.values():
-        for name in METRICS[1:]:
-            merged[name] = round(merged[name], 6)
-    if query.period == "total":
+        for i in metrics[1:]:
+            merged[i] = round(merged[i], 6)
+    if not has_period:
         return kept + list(other.values())
-    out: list[dict] = []
-    by_period: dict[str, list[dict]] = defaultdict(list)
+    out: list[list] = []
+    by_period: dict[str, list[list]] = defaultdict(list)
     for row in kept:
-        by_period[row["period"]].append(row)
+        by_period[row[0]].append(row)
     for period in sorted(set(by_period) | set(other)):
         out.extend(by_period.get(period, []))
         if period in other:
@@ -122,11 +131,19 @@ def apply_top(rows, query: UsageQuery, view: View) -> list[dict]:
     return out
 
 
+def apply_top(rows, query: UsageQuery, view: View) -> list[dict]:
+    """`top_values` for rows as dicts by column name."""
+    columns = query.columns()
+    values = [[row[name] for name in columns] for row in rows]
+    return [dict(zip(columns, row, strict=True)) for row in top_values(values, query, view)]
+
+
 def explorer_rows(query: UsageQuery, view: View, base=None) -> list[dict]:
     """The rows the explorer and the API show for the query: usage rows, top N applied."""
-    from portal.exports import usage_dicts
+    from portal.exports import usage_values
 
-    return apply_top(usage_dicts(query, base), query, view)
+    columns = query.columns()
+    return [dict(zip(columns, row, strict=True)) for row in top_values(list(usage_values(query, base)), query, view)]
 
 
 def metric_value(values: dict, metric: str) -> float | None:
@@ -150,8 +167,11 @@ def chart_data(rows: list[dict], query: UsageQuery, view: View) -> dict:
     totals: dict[tuple, dict] = {}
     for row in rows:
         key = series_key(row, query)
-        points = sums.setdefault(key, [dict.fromkeys(METRICS, 0.0) for _ in periods])
-        total = totals.setdefault(key, dict.fromkeys(METRICS, 0.0))
+        points = sums.get(key)
+        if points is None:  # (not setdefault: that would build a series' points for every row)
+            points = sums[key] = [dict.fromkeys(METRICS, 0.0) for _ in periods]
+            totals[key] = dict.fromkeys(METRICS, 0.0)
+        total = totals[key]
         point = points[index[row.get("period", "total")]]
         for name in METRICS:
             point[name] += row[name]

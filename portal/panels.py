@@ -19,7 +19,9 @@ from portal import explorer
 from portal.rollups import month_of, next_month
 from portal.scope import PersonLevelDenied, usage_base
 
-TABLE_ROWS = 500  # rows a page's table shows; the chart, CSV and API carry every row
+# Rows a page's table shows; the chart, CSV and API carry every row. Rendering a table row costs the
+# template ~0.2 ms, so 500 rows were half of a day x person explorer page (bench/portal.py).
+TABLE_ROWS = 100
 DETAIL_PAGES = {
     "site": (Site, "site-detail"),
     "vo": (VO, "vo-detail"),
@@ -87,6 +89,10 @@ class Panel:
             return None
         sums = {name: sum(r[name] for r in self.rows) for name in explorer.METRICS}
         return explorer.metric_value(sums, self.view.metric)
+
+    @property
+    def table_rows(self) -> int:
+        return TABLE_ROWS
 
     @property
     def table_truncated(self) -> bool:

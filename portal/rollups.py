@@ -16,6 +16,7 @@ from django.db.models import Exists, OuterRef, Sum
 from django.db.models.functions import TruncMonth
 from django.utils import timezone
 
+from accounting.choices import REPORTED_DESIGNATIONS
 from accounting.models import DailyUsage, SummaryRun
 from accounting.services.reports import METRICS, UsageQuery
 from portal.models import MonthlyUsage, RollupState
@@ -34,6 +35,13 @@ GRAINS = {
     2: ("site", "vo", "science_domain"),
     FULL: ("site", "resource", "vo", "project", "science_domain", "kind"),
 }
+# Grain `REPORTED + g` holds grain g's rows summed over the reported designations (batch, payload, pilot
+# residual) with designation "reported": a year of site x VO is 15,000 rows to read instead of 45,000
+# (bench/portal.py: 48 -> 22 ms in psql). Only the portal's PostgreSQL reader uses them
+# (`reported_base`); `base_for` never returns them, so "all" and the other designations are unaffected.
+REPORTED = 100
+REPORTED_DESIGNATION = "reported"
+REPORTED_GRAINS = tuple(grain for grain in GRAINS if grain != FULL)  # FULL keeps the kind: hardly fewer rows
 
 
 def rollup_is_fresh() -> bool:
@@ -58,6 +66,17 @@ def base_for(query: UsageQuery):
     if grain is not None and rollup_is_fresh():
         return MonthlyUsage.objects.filter(grain=grain)
     return DailyUsage.objects.all()
+
+
+def reported_base(query: UsageQuery, base):
+    """The reported-only grain standing in for `base`, or None. Only for reported usage, and only when
+    `base` is exactly the grain `base_for` gives (no role scope narrowed it), so nothing is widened."""
+    if query.designation != "reported" or base is None or base.model is not MonthlyUsage:
+        return None
+    grain = grain_for(query)
+    if grain not in REPORTED_GRAINS or str(base.query) != str(MonthlyUsage.objects.filter(grain=grain).query):
+        return None
+    return MonthlyUsage.objects.filter(grain=REPORTED + grain, designation=REPORTED_DESIGNATION)
 
 
 def month_of(day: date) -> date:
@@ -111,6 +130,14 @@ def _rewrite(first: date | None, end: date | None) -> None:
                     f"SELECT {grain}, day, '', {keys}, {sums} FROM {table} WHERE grain = {FULL} {where} GROUP BY day, {keys}",
                     params,
                 )
+            for grain in REPORTED_GRAINS:
+                keys = ", ".join(f"{name}_id" for name in GRAINS[grain])
+                cursor.execute(
+                    f"INSERT INTO {table} (grain, day, kind, designation, {keys}, {metrics}) "
+                    f"SELECT {REPORTED + grain}, day, '', %s, {keys}, {sums} FROM {table} "
+                    f"WHERE grain = {grain} AND designation = ANY(%s) {where} GROUP BY day, {keys}",
+                    [REPORTED_DESIGNATION, list(REPORTED_DESIGNATIONS), *params],
+                )
         return
     for grain, kept in GRAINS.items():
         keys = [*KEYS] if grain == FULL else [f"{name}_id" for name in kept] + ["designation"]
@@ -119,6 +146,17 @@ def _rewrite(first: date | None, end: date | None) -> None:
             (
                 MonthlyUsage(grain=grain, day=row["month"], **{k: row[k] for k in keys}, **{m: row[f"s_{m}"] for m in METRICS})
                 for row in rows.order_by().iterator(chunk_size=2000)
+            ),
+            batch_size=2000,
+        )
+    for grain in REPORTED_GRAINS:
+        keys = [f"{name}_id" for name in GRAINS[grain]]
+        rows = monthly.filter(grain=grain, designation__in=REPORTED_DESIGNATIONS).values("day", *keys)
+        MonthlyUsage.objects.bulk_create(
+            (
+                MonthlyUsage(grain=REPORTED + grain, day=row["day"], designation=REPORTED_DESIGNATION, **{k: row[k] for k in keys},
+                             **{m: row[f"s_{m}"] for m in METRICS})  # fmt: skip
+                for row in rows.annotate(**{f"s_{m}": Sum(m) for m in METRICS}).order_by().iterator(chunk_size=2000)
             ),
             batch_size=2000,
         )

@@ -42,6 +42,13 @@ def test_rollup_gives_the_daily_numbers_and_is_read_only_when_it_can(client, gri
     assert MonthlyUsage.objects.filter(grain=7).count() == 7  # 2 domains x 3 months, + January's unmatched payload
     after = [client.get(reverse("api-usage"), q).json()["results"] for q in QUERIES]
     assert after == before
+    # Reported usage by coarse grains reads their reported-only grain (the API answers above came from it).
+    reported = rollups.reported_base(query(QUERIES[0]), rollups.base_for(query(QUERIES[0])))
+    assert set(reported.values_list("grain", "designation").distinct()) == {(rollups.REPORTED + 4, "reported")}
+    assert rollups.reported_base(query(QUERIES[4]), rollups.base_for(query(QUERIES[4]))) is None  # designation all
+    assert rollups.reported_base(query(QUERIES[2]), rollups.base_for(query(QUERIES[2]))) is None  # full grain
+    narrowed = rollups.base_for(query(QUERIES[0])).filter(vo_id__in=[grid.vos["cms"].pk])
+    assert rollups.reported_base(query(QUERIES[0]), narrowed) is None  # never widens a scoped base
     # Not month-aligned, by day or by person: the daily table answers.
     for q in (
         {"start": "2024-01-05", "end": "2024-04-01", "period": "month"},
