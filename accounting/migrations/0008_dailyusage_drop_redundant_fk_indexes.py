@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0006_record_span_index'),
+        ('accounting', '0007_usagerecord_ingest_indexes'),
     ]
 
     operations = [
