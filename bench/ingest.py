@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -70,6 +71,13 @@ def main() -> None:
     parser.add_argument("--db", default="gridledger_bench_ingest")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gl-bench-ingest-"))
+    try:
+        run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the generated history and the bundle store (~1.3 GB at 200,000 ads)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
     setup_django(args.db, "bench", fresh=True, env={"GRIDLEDGER_BUNDLE_STORE": str(work / "store")})
     from ingest.synthetic import write_payload_ads
 
