@@ -15,7 +15,7 @@ from accounting.services.refine import day_start
 # analysed temp tables (real row counts for the planner). A record overlapping the range starts at most
 # `max_span` before it, so the scan is a range on start.
 PREPARE = [
-    "DROP TABLE IF EXISTS gl_rec, gl_parts, gl_links, gl_pilots",
+    "DROP TABLE IF EXISTS gl_rec, gl_parts, gl_links, gl_pilots, gl_pilot_load, gl_pilot_day",
     """
     CREATE TEMP TABLE gl_rec ON COMMIT DROP AS
     SELECT r.id, r.kind, r.start, r."end", r.wall_seconds, r.cores, r.gpus,
@@ -30,6 +30,7 @@ PREPARE = [
     LEFT JOIN accounting_frontend fe ON fe.client = pd.frontend_client
     WHERE NOT r.void AND r.start < %(hi)s AND r.start >= %(earliest)s AND r."end" >= %(lo)s
     """,
+    "ANALYZE gl_rec",  # without counts the day parts' join to the links was a merge join over 240 MB of sorts
     """
     CREATE TEMP TABLE gl_links ON COMMIT DROP AS
     SELECT pay.id AS payload_id, k.id AS pilot_id
@@ -48,10 +49,11 @@ PREPARE = [
       AND NOT EXISTS (SELECT 1 FROM gl_links l WHERE l.payload_id = pay.id)
     ORDER BY pay.id, g.natural_key DESC
     """,
+    "ANALYZE gl_links",
     # The day parts of every record, with the pilot a linked payload runs in (pilot_id).
     """
     CREATE TEMP TABLE gl_parts ON COMMIT DROP AS
-    SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref, lk.pilot_id,
+    SELECT s.id, s.kind, s.day, s.site_id, s.resource_id, s.vo_id, s.person_id, s.project_id, s.pilot_ref, s.pilot_id,
            COALESCE(s.site_id, 0) AS site_key, COALESCE(s.vo_id, 0) AS vo_key,
            (CASE WHEN s.day = s.end_day THEN 1 ELSE 0 END) AS jobs,
            GREATEST(s.secs, 0) * s.cores / 3600.0 AS wall_d, GREATEST(s.us, 0) * s.cores AS units,
@@ -59,13 +61,13 @@ PREPARE = [
            GREATEST(s.secs, 0) * s.gpus / 3600.0 AS gpu_d
     FROM (
         -- most records lie within one day: no series needed
-        SELECT rec.*, rec.start_day AS day, EXTRACT(EPOCH FROM rec."end" - rec.start)::float8 AS secs,
+        SELECT rec.*, lk.pilot_id, rec.start_day AS day, EXTRACT(EPOCH FROM rec."end" - rec.start)::float8 AS secs,
                (EXTRACT(EPOCH FROM rec."end" - rec.start) * 1000000)::int8 AS us
-        FROM gl_rec rec
+        FROM gl_rec rec LEFT JOIN gl_links lk ON lk.payload_id = rec.id
         WHERE rec.start_day = rec.end_day AND rec.start_day BETWEEN %(first)s AND %(last)s
       UNION ALL
-        SELECT rec.*, g.day, g.secs::float8 AS secs, (g.secs * 1000000)::int8 AS us
-        FROM gl_rec rec
+        SELECT rec.*, lk.pilot_id, g.day, g.secs::float8 AS secs, (g.secs * 1000000)::int8 AS us
+        FROM gl_rec rec LEFT JOIN gl_links lk ON lk.payload_id = rec.id
         CROSS JOIN LATERAL (
             SELECT d.day, EXTRACT(EPOCH FROM LEAST(rec."end", (d.day + 1)::timestamp AT TIME ZONE 'UTC')
                                              - GREATEST(rec.start, d.day::timestamp AT TIME ZONE 'UTC')) AS secs
@@ -75,7 +77,6 @@ PREPARE = [
         ) g
         WHERE rec.start_day < rec.end_day
     ) s
-    LEFT JOIN gl_links lk ON lk.payload_id = s.id
     WHERE s.secs > 0 OR s.day = s.end_day
     """,
     # The linked pilots' site (mapped) and resource: from gl_rec when the pilot overlaps the range (almost
@@ -92,31 +93,35 @@ PREPARE = [
     WHERE NOT EXISTS (SELECT 1 FROM gl_rec r WHERE r.id = l.pilot_id)
     """,
     "ANALYZE gl_parts",
-    "ANALYZE gl_links",
     "ANALYZE gl_pilots",
+    # S per (pilot, day): the linked payloads' core-microseconds
+    """
+    CREATE TEMP TABLE gl_pilot_load ON COMMIT DROP AS
+    SELECT pilot_id, day, SUM(units)::int8 AS load FROM gl_parts WHERE pilot_id IS NOT NULL GROUP BY pilot_id, day
+    """,
+    # per (pilot, day) with linked payloads: the pilot's site and resource and the payloads' factor min(1, W/S)
+    """
+    CREATE TEMP TABLE gl_pilot_day ON COMMIT DROP AS
+    SELECT pl.pilot_id, pl.day, lp.pilot_site, lp.pilot_resource,
+           CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.units, 0)::float8 / pl.load) END AS factor
+    FROM gl_pilot_load pl
+    LEFT JOIN gl_parts own ON own.id = pl.pilot_id AND own.day = pl.day AND own.kind = 'pilot'
+    LEFT JOIN gl_pilots lp ON lp.pilot_id = pl.pilot_id
+    """,
+    "ANALYZE gl_pilot_load",
+    "ANALYZE gl_pilot_day",  # real counts: the planner then hashes these, not the day parts
 ]
 
 # Step 2: the rule over those tables, one INSERT ... SELECT ... GROUP BY (in day order).
 SQL = """
 WITH
-pilot_load AS MATERIALIZED (
-    SELECT pilot_id, day, SUM(units)::int8 AS load FROM gl_parts WHERE pilot_id IS NOT NULL GROUP BY pilot_id, day
-),
--- per (pilot, day) with linked payloads: S (load), W (own) and the payloads' factor min(1, W/S)
-pilot_day AS MATERIALIZED (
-    SELECT pl.pilot_id, pl.day, lp.pilot_site, lp.pilot_resource,
-           CASE WHEN pl.load <= 0 THEN 1.0 ELSE LEAST(1.0, COALESCE(own.units, 0)::float8 / pl.load) END AS factor
-    FROM pilot_load pl
-    LEFT JOIN gl_parts own ON own.id = pl.pilot_id AND own.day = pl.day AND own.kind = 'pilot'
-    LEFT JOIN gl_pilots lp ON lp.pilot_id = pl.pilot_id
-),
 nonpay AS MATERIALIZED (
     SELECT pa.*, (pl.pilot_id IS NOT NULL) AS linked_refined,
            CASE WHEN pl.load IS NULL OR pl.load <= 0 THEN 1.0
                 WHEN pa.units > 0 THEN GREATEST(pa.units - pl.load, 0)::float8 / pa.units
                 ELSE 0.0 END AS rshare,
            GREATEST(pa.units - COALESCE(pl.load, 0), 0) AS left_units
-    FROM gl_parts pa LEFT JOIN pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
+    FROM gl_parts pa LEFT JOIN gl_pilot_load pl ON pl.pilot_id = pa.id AND pl.day = pa.day
     WHERE pa.kind <> 'payload'
 ),
 supply AS MATERIALIZED (
@@ -142,12 +147,12 @@ contrib AS (
     SELECT pa.day, pd.pilot_site AS site_id, pd.pilot_resource AS resource_id, pa.vo_id, pa.person_id, pa.project_id,
            pa.kind, 'payload' AS designation, pa.jobs, pa.wall_d * pd.factor AS wall, pa.cpu_d * pd.factor AS cpu,
            pa.gpu_d * pd.factor AS gpu
-    FROM gl_parts pa JOIN pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
+    FROM gl_parts pa JOIN gl_pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
   UNION ALL
     -- ... and what their pilot-day could not hold (only pilot-days with S > W)
     SELECT pa.day, pd.pilot_site, pd.pilot_resource, pa.vo_id, pa.person_id, pa.project_id, pa.kind,
            'payload_excess', 0, pa.wall_d * (1.0 - pd.factor), pa.cpu_d * (1.0 - pd.factor), pa.gpu_d * (1.0 - pd.factor)
-    FROM gl_parts pa JOIN pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
+    FROM gl_parts pa JOIN gl_pilot_day pd ON pd.pilot_id = pa.pilot_id AND pd.day = pa.day
     WHERE pd.factor < 1.0 AND pa.wall_d > 0
   UNION ALL
     SELECT u.day, u.site_id, u.resource_id, u.vo_id, u.person_id, u.project_id, u.kind, u.designation, u.jobs,
