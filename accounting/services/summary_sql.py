@@ -202,8 +202,7 @@ ORDER BY c.day, c.site_id  -- a day's rows end up together on disk: day-range re
 
 PILOT_DAY_EXCESS = """
 SELECT p.natural_key, l.day, COALESCE(res.site_id, p.site_id), p.vo_id, COALESCE(own.wall_d, 0), l.load::float8 / 3600000000.0
-FROM (SELECT pilot_id, day, SUM(units)::int8 AS load
-      FROM gl_parts WHERE pilot_id IS NOT NULL GROUP BY pilot_id, day) l
+FROM gl_pilot_load l
 LEFT JOIN gl_parts own ON own.id = l.pilot_id AND own.day = l.day
 JOIN accounting_usagerecord p ON p.id = l.pilot_id
 LEFT JOIN accounting_resource res ON res.id = p.resource_id
