@@ -27,6 +27,9 @@ PILOT_COLUMNS = (
     "pilot__frontend_client",
 )  # fmt: skip
 RUN_COLUMNS = ("pilot_id", "start", "end", "cores", "memory_mb", "gpus", "exit_code", "exit_signal", "badput_preemption", "badput_draining")
+# `(pay.kind = 'payload') = true`: SQLite (the demo) cannot use the kind index for it, so it looks payloads
+# up by pilot_ref instead of scanning every payload per pilot (13.6 s against 0.025 s for a week of the
+# demo); PostgreSQL reads it as `pay.kind = 'payload'`.
 LINKED_PAYLOADS = """
 WITH pilots AS MATERIALIZED (
     SELECT id, natural_key FROM accounting_usagerecord
@@ -34,13 +37,13 @@ WITH pilots AS MATERIALIZED (
 )
 SELECT p.id, {start}, {end}, pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
 FROM pilots p JOIN accounting_usagerecord pay ON pay.pilot_ref = p.natural_key
-WHERE pay.kind = 'payload' AND NOT pay.void
+WHERE (pay.kind = 'payload') = true AND NOT pay.void
 UNION ALL
 SELECT p.id, {start}, {end}, pay.cores, pay.memory_mb, pay.gpus, pay.exit_code, pay.exit_signal
 FROM pilots p
 JOIN accounting_pilotdetails d ON d.record_id = p.id AND d.glidein_name <> ''
 JOIN accounting_usagerecord pay ON pay.pilot_ref = d.glidein_name
-WHERE pay.kind = 'payload' AND NOT pay.void
+WHERE (pay.kind = 'payload') = true AND NOT pay.void
 """
 
 
