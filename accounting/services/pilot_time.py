@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from accounting.choices import CANONICAL_MB_PER_CORE, Category
-from accounting.services.refine import day_start
+from accounting.services.refine import MICROSECOND, day_start
 
 ENDED_WITH_PILOT_SECONDS = 60  # a job ending this close to its pilot's end without an exit code was killed by it
 
@@ -95,7 +95,6 @@ def whole(pilot: Pilot, category: str) -> Totals:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
 DAY_US = 86_400_000_000
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 

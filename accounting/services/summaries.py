@@ -110,7 +110,7 @@ def rebuild(first: date | None = None, last: date | None = None, progress=None) 
     try:
         with transaction.atomic():
             _lock_days(first, last)
-            span = _longest_record_and_no_jit()
+            span = _tune_transaction()
             mappings = None if connection.vendor == "postgresql" else load_mappings()
             total = 0
             chunk_first = first
@@ -140,7 +140,7 @@ def _lock_days(first: date, last: date) -> None:
         )
 
 
-def _longest_record_and_no_jit() -> timedelta | None:
+def _tune_transaction() -> timedelta | None:
     """PostgreSQL: the longest record's span (bounds every range scan of the rebuild), JIT off for the
     rebuild's transaction (compiling its statements costs more than it saves, most of all for one day) and
     more sort and hash memory than the server's default (a 90-day range sorts and hashes millions of rows)."""

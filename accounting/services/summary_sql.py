@@ -280,8 +280,10 @@ def rebuild_chunk_sql(first: date, last: date, span: timedelta | None = None) ->
         if not cursor.fetchone()[0]:
             cursor.execute(SQL)
             return cursor.rowcount
-        rows = 0
-        for statement in DIFF:
-            cursor.execute(statement, {"first": first, "last": last})
-            rows = cursor.rowcount if statement is DIFF[2] else rows
+        params = {"first": first, "last": last}
+        for statement in DIFF[:3]:  # ... up to the new rows in gl_new
+            cursor.execute(statement, params)
+        rows = cursor.rowcount
+        for statement in DIFF[3:]:
+            cursor.execute(statement, params)
         return rows
