@@ -6,7 +6,10 @@ DEMO_ENV := DJANGO_DEBUG=1 DATABASE_URL= REDIS_URL=
 
 .PHONY: venv demo test lint services browser bench-ingest bench-summaries bench-portal bench-quotas clean
 
-venv: $(VENV)/.installed
+# The compiled loops of the history parser (ingest/parsers/_adlines.pyx; needs a C compiler and Python's headers)
+ADLINES := ingest/parsers/_adlines$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+
+venv: $(VENV)/.installed $(ADLINES)
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -14,6 +17,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $@
+
+$(ADLINES): ingest/parsers/_adlines.pyx $(VENV)/.installed
+	$(VENV)/bin/cythonize --inplace --force -3 -q $<
+	rm -rf build ingest/parsers/_adlines.c
 
 demo: venv
 	env $(DEMO_ENV) $(PY) manage.py migrate --no-input -v0

@@ -388,3 +388,83 @@ def test_separator_finds_exactly_the_banner_and_blank_lines(text):
     definition = re.compile(rb"\n(?:\*\*\*[^\n]*|[ \t\r]*)(?=\n|\Z)")  # "\n" + a banner or a blank line
     data = text.encode()
     assert [m.span() for m in SEPARATOR.finditer(data)] == [m.span() for m in definition.finditer(data)]
+
+
+# The compiled loops (ingest/parsers/_adlines.pyx) against their definitions, the regular expressions.
+
+
+def test_the_compiled_loops_are_built():
+    from ingest.parsers import htcondor_history
+
+    assert htcondor_history._adlines is not None, "ingest/parsers/_adlines.pyx is not built: run `make venv`"
+    assert htcondor_history.PICKER.compiled is not None
+
+
+def compiled_and_reference(data: bytes) -> tuple[list, list]:
+    from unittest import mock
+
+    from ingest.parsers import htcondor_history as history
+
+    compiled = list(history.iter_ads(io.BytesIO(data), history.PICKER))
+    reference = history.AttributePicker(history.MAPPED_ATTRIBUTES, compiled=False)
+    with mock.patch.object(history, "_adlines", None):  # the separators by the regular expression too
+        return compiled, list(history.iter_ads(io.BytesIO(data), reference))
+
+
+def test_compiled_loops_read_the_real_samples_like_the_reference(samples_dir):
+    files = sorted((samples_dir / "gratia/gratia-probe/condor-ap-history").glob("history.*"))
+    files += sorted((samples_dir / "real").rglob("*history*"))
+    assert len(files) > 3
+    for path in files:
+        if path.is_file():
+            compiled, reference = compiled_and_reference(path.read_bytes())
+            assert compiled == reference, path
+
+
+NAME_CHARS = list("aAbBzZ_.09é ſK\t")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ATTRIBUTE_LINE | st.tuples(st.text(alphabet=st.sampled_from(NAME_CHARS), max_size=6), st.sampled_from(["Owner", "OWNER", "", "RemoteSyſCpu", "GLIDEIN_CPUS"]),
+                                           st.sampled_from([" = ", "=", " = \r"]), st.text(alphabet=st.sampled_from(list("a=é\r\\")), max_size=4)).map("".join),
+                max_size=30),
+       st.booleans())  # fmt: skip
+def test_fuzz_compiled_loops_agree_with_the_reference(lines, final_newline):
+    data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
+    compiled, reference = compiled_and_reference(data)
+    assert compiled == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.text(alphabet=st.sampled_from(list("ab* \t\r\n=")), max_size=60).map(str.encode))
+def test_fuzz_compiled_separators_are_the_regular_expressions(data):
+    from ingest.parsers import _adlines
+    from ingest.parsers.htcondor_history import SEPARATOR
+
+    assert list(_adlines.separator_spans(data)) == [(*m.span(), data.count(b"\n", 0, m.start())) for m in SEPARATOR.finditer(data)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ATTRIBUTE_LINE, max_size=20), st.booleans(), st.integers(min_value=1, max_value=40))
+def test_fuzz_ads_and_their_lines_do_not_depend_on_where_the_blocks_end(lines, final_newline, block):
+    from unittest import mock
+
+    from ingest.parsers import htcondor_history as history
+
+    data = ("\n".join(lines) + ("\n" if final_newline else "")).encode()
+    whole = compiled_and_reference(data)
+    with mock.patch.object(history, "BLOCK_BYTES", block):
+        assert compiled_and_reference(data) == whole
+    assert whole[0] == whole[1]
+
+
+def test_compiled_picker_refuses_what_is_not_a_name():
+    from ingest.parsers import _adlines
+
+    with pytest.raises(ValueError):
+        _adlines.Picker(["Owner", "not a name"])
+    picker = _adlines.Picker(["Owner"])
+    assert picker.pick(b"OWNER = 1\nowner = \"b\"\nOther = 2\n\n") == {"owner": '"b"'}
+    assert picker.pick(b"Owner = 1\nOwner= 2") is None  # not exactly `Name = value`: read line by line
+    assert picker.pick(b"\n\n") is None
+    assert picker.pick("Owner = 1\nOwneſ = 2".encode()) is None  # a name is ASCII ("ſ" is no "s", even caseless)
