@@ -6,17 +6,22 @@
 - end to end: the real ingest path (bundle store, format detection, parser, loader) into PostgreSQL,
   for one worker process (the parser in one thread, the database writes in a second); records/s for each.
   Targets: >= 20,000 ads/s end to end, and >= half of floor 1.
-- for reference, the parser alone without a database (the Python share of the end-to-end time).
+- for reference: the parser alone without a database (the Python share of the end-to-end time), also with
+  its pure-Python reference loops instead of the compiled ones; and the CPU time per ad of this process and
+  of its PostgreSQL backend during the end-to-end run (the two run on the two cores at once: the larger
+  bounds the end-to-end rate).
 
     .venv/bin/python bench/ingest.py [--ads 200000] [--db gridledger_bench_ingest]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,13 +40,32 @@ def line_split(path: Path) -> int:
     return ads
 
 
-def parse_only(path: Path) -> int:
+def parse_only(path: Path, compiled: bool = True) -> int:
     """The parser alone, no database: how much of the end-to-end time is Python (for reading the figures)."""
-    from ingest.parsers import ParseContext, Rejection
-    from ingest.parsers.htcondor_history import HTCondorHistoryParser
+    from unittest import mock
 
-    with path.open("rb") as handle:
-        return sum(1 for item in HTCondorHistoryParser().parse(handle, path.name, ParseContext()) if not isinstance(item, Rejection))
+    from ingest.parsers import ParseContext, Rejection
+    from ingest.parsers import htcondor_history as history
+
+    loops = nullcontext() if compiled else mock.patch.multiple(
+        history, _adlines=None, PICKER=history.AttributePicker(history.MAPPED_ATTRIBUTES, compiled=False)
+    )
+    with path.open("rb") as handle, loops:
+        return sum(1 for item in history.HTCondorHistoryParser().parse(handle, path.name, ParseContext()) if not isinstance(item, Rejection))
+
+
+def backend_cpu_seconds() -> float | None:
+    """CPU seconds used so far by this connection's PostgreSQL backend (Linux, server on this machine), else None."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def copy_floor(fields: list[str], rows: list[tuple]) -> None:
@@ -95,8 +119,14 @@ def run(args: argparse.Namespace, work: Path) -> None:
 
     split_rate, _ = timed("floor 1: Python line split", args.ads, lambda: line_split(path))
     timed("parser alone, no database (for reference)", args.ads, lambda: parse_only(path))
+    timed("  the same with its pure-Python reference loops", args.ads, lambda: parse_only(path, compiled=False))
     bundle = create_bundle_from_path(path, fmt="")
+    backend, process = backend_cpu_seconds(), time.process_time()
     e2e_rate, bundle = timed("end to end: real ingest path (1 process)", args.ads, lambda: ingest_bundle(bundle.pk))
+    process = time.process_time() - process
+    backend = backend_cpu_seconds() - backend if backend is not None else None
+    print(f"  CPU per ad: this process {process / args.ads * 1e6:.0f} us, its PostgreSQL backend "
+          + (f"{backend / args.ads * 1e6:.0f} us" if backend is not None else "not readable"))  # fmt: skip
     print(f"  bundle: status={bundle.status} read={bundle.records_read} inserted={bundle.records_inserted} rejected={bundle.rejected}")
     now = timezone.now()
     fields = [f.attname for f in UsageRecord._meta.concrete_fields]
