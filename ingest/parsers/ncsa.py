@@ -53,6 +53,11 @@ Records that read well but break the record rules (future date, end before start
 one, and the rest of a verified section is taken. A file may hold several header-to-trailer sections
 (concatenated logs), each verified alone; lines outside a section are rejected up to the next header.
 
+A line longer than 1 MiB (base.MAX_LINE_BYTES) between a header and its trailer is read through in chunks,
+never held, and counts as a data record whose numbers cannot be read: it is rejected on its own line and left
+out of the sums. A trailer that totalled it (what a producer writes) then disagrees, and the section is
+rejected whole as above, the long line's rejection first; the other sections of the file are still taken.
+
 Data records wait in a spooled temporary file (in memory up to SPOOL_MEMORY_BYTES, then on disk) until
 their trailer is verified, and are then read again: memory stays bounded whatever the bundle's size.
 """

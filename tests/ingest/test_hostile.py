@@ -29,7 +29,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from accounting.models import UsageRecord
+from accounting.models import CapacitySnapshot, UsageRecord
 from ingest.models import Bundle
 from ingest.services import members
 from ingest.services.bundles import create_bundle_from_path, ingest_bundle
@@ -63,6 +63,18 @@ def slurm(n: int) -> str:
 
 def pbs(n: int) -> str:
     return f"pbs|pbs01.example.org|{n}.pbs01.example.org|1710068400"
+
+
+def ncsa(n: int) -> str:
+    return f"ncsa|D2|{n}"
+
+
+def snapshot(n: int) -> str:
+    return f"2024-03-10T{n:02d}:00:00+00:00|SITE_A|ce01.example.org|cms"  # a CapacitySnapshot, not a UsageRecord
+
+
+def pilot(n: int) -> str:
+    return f"ce.example.org#{n}.0"  # a factory completed_jobs line whose id names its schedd
 
 
 def ad(n: int) -> str:
@@ -172,6 +184,10 @@ def sandbox(tmp_path, settings, monkeypatch) -> Sandbox:
 
 def keys() -> set[str]:
     return set(UsageRecord.objects.values_list("natural_key", flat=True))
+
+
+def snapshot_keys() -> set[str]:
+    return set(CapacitySnapshot.objects.values_list("natural_key", flat=True))
 
 
 # --- the committed corpus (tests/corpus/README.md) ---
@@ -363,32 +379,83 @@ def jur(n: int, dn: str = "/DC=org/CN=Alice") -> str:
             f"<StartTime>2024-03-10T10:00:00Z</StartTime><EndTime>2024-03-10T11:00:00Z</EndTime>\n</JobUsageRecord>\n")  # fmt: skip
 
 
-def long_line_file(fmt: str) -> tuple[str, set[str], int, str]:
-    """(content, good keys, line of the long line or of its record, reason) with a 10 MB line in the middle."""
+def pbs_end(n: int, user: str = "alice") -> str:
+    return (f"03/10/2024 11:00:00;E;{n}.pbs01.example.org;user={user} group=users account=astro queue=batch "
+            f"start=1710064800 end=1710068400 Exit_status=0 Resource_List.ncpus=2 resources_used.walltime=01:00:00\n")  # fmt: skip
+
+
+NCSA_HEADER = "H|Charges|D2|20240301:000000|20240331:235959||SESS_ACCT\n"
+
+
+def ncsa_row(n: int, name: str = "alice") -> str:
+    """An NCSA data record: one cpu hour and one service unit, 10:00 to 11:00 on 2024-03-10."""
+    return f"D|alice|{name}|PSN0042|batch|1.000000E+00|NULL|NULL|1.000000E+00|NULL|d2k|{n}|20240310:100000|20240310:110000||\n"
+
+
+def ncsa_section(*rows: str) -> str:
+    """Header, rows and the trailer their producer writes: every row counted and totalled."""
+    return NCSA_HEADER + "".join(rows) + f"T|{len(rows)}|{len(rows):.6E}|NULL|NULL|{len(rows):.6E}\n"
+
+
+SNAPSHOT = "timestamp,site,idle_cores,pilots_queued,idle_jobs,resource,vo\n"
+
+
+def snapshot_row(n: int, site: str = "SITE_A") -> str:
+    return f"2024-03-10T{n:02d}:00:00Z,{site},120,4,350,ce01.example.org,cms\n"
+
+
+def completed_line(n: int, client: str = "fe") -> str:
+    return (f'<job terminated="2024-03-10T11:00:00+00:00" client="{client}" username="u" id="{pilot(n)}" duration="3600" '
+            f'condor_started="True" condor_duration="3500"><user jobsnr="1" duration="3000" goodput="3000" terminated="3000"/>'
+            f'<wastemill validation="10" idle="50" nosuccess="0" badput="0"/></job>\n')  # fmt: skip
+
+
+def long_line_file(fmt: str) -> tuple[str, set[str], list[tuple[int, str]]]:
+    """(content, good keys, rejections as (line of the long line or of its record, a fragment of the reason))
+    with a 10 MB line in the middle."""
     filler = "A" * LONG
+    too_long = "line longer than 1 MiB"
     if fmt == "htcondor-history":
-        return ad(1) + f"*** job 2\nGlobalJobId = \"{condor(2)}\"\nOwner = \"{filler}\"\n" + ad(3), {condor(1), condor(3)}, 11, "line longer than 1 MiB"
+        return ad(1) + f"*** job 2\nGlobalJobId = \"{condor(2)}\"\nOwner = \"{filler}\"\n" + ad(3), {condor(1), condor(3)}, [(11, too_long)]
     if fmt == "slurm":
-        return SACCT + sacct_row(1) + f"2|2|hpc1|{filler}\n" + sacct_row(3), {slurm(1), slurm(3)}, 3, "line longer than 1 MiB"
+        return SACCT + sacct_row(1) + f"2|2|hpc1|{filler}\n" + sacct_row(3), {slurm(1), slurm(3)}, [(3, too_long)]
     if fmt == "apel":
         text = "APEL-individual-job-message: v0.3\n" + "%%\n".join([apel_record(1), apel_record(2, filler), apel_record(3)])
-        return text, {apel(1), apel(3)}, 10, "line 12 is longer than 1 MiB"
+        return text, {apel(1), apel(3)}, [(10, "line 12 is longer than 1 MiB")]
     if fmt == "gratia-ur":  # a 10 MB DN inside the second record of an envelope
         text = '<?xml version="1.0"?>\n<RecordEnvelope>\n' + jur(1) + jur(2, filler) + jur(3) + "</RecordEnvelope>\n"
-        return text, {gratia(1), gratia(3)}, 9, "record larger than 1048576 characters"
+        return text, {gratia(1), gratia(3)}, [(9, "record larger than 1048576 characters")]
+    if fmt == "pbs":
+        return pbs_end(1) + pbs_end(2, user=filler) + pbs_end(3), {pbs(1), pbs(3)}, [(2, too_long)]
+    if fmt == "ncsa":
+        # The format's rule (ncsa.py): a header-to-trailer bundle is taken whole or not at all. The long line is
+        # a data record whose numbers cannot be read; its trailer counted and totalled it, so the totals disagree
+        # and the first bundle (lines 1-5) is rejected whole: the long line on its line, then the trailer. The
+        # second bundle of the file (lines 6-9) is read and taken.
+        text = ncsa_section(ncsa_row(1), ncsa_row(2, name=filler), ncsa_row(3)) + ncsa_section(ncsa_row(4), ncsa_row(5))
+        disagree = "totalcpu 3 but the records sum to 2; totalsu 3 but the records sum to 2; the whole bundle (header on line 1) is rejected"
+        return text, {ncsa(4), ncsa(5)}, [(3, too_long), (5, disagree)]
+    if fmt == "snapshot":
+        return SNAPSHOT + snapshot_row(10) + snapshot_row(11, site=filler) + snapshot_row(12), {snapshot(10), snapshot(12)}, [(3, too_long)]
+    if fmt == "gwms-completed":
+        return completed_line(1) + completed_line(2, client=filler) + completed_line(3), {pilot(1), pilot(3)}, [(2, too_long)]
     raise AssertionError(fmt)
 
 
-@pytest.mark.parametrize("fmt", ["htcondor-history", "slurm", "apel", "gratia-ur"])
+@pytest.mark.parametrize("fmt", ["htcondor-history", "slurm", "apel", "gratia-ur", "pbs", "ncsa", "snapshot", "gwms-completed"])
 def test_a_ten_megabyte_line_is_rejected_and_the_rest_of_the_file_read(sandbox, fmt):
-    text, good, line, reason = long_line_file(fmt)
+    text, good, errors = long_line_file(fmt)
     path = sandbox.put("long", text)
     del text
     outcome = sandbox.ingest(path)
     outcome.assert_bounded(traced=6 * LONG)  # a few times the line at most
-    assert (outcome.bundle.status, outcome.bundle.format, keys()) == ("done", fmt, good)
-    ((file, error_line, error_reason),) = outcome.errors
-    assert (file, error_line) == (str(path), line) and reason in error_reason
+    assert (outcome.bundle.status, outcome.bundle.format) == ("done", fmt)
+    # snapshots are not job records: they land in CapacitySnapshot
+    assert (keys(), snapshot_keys()) == ((set(), good) if fmt == "snapshot" else (good, set()))
+    assert outcome.bundle.records_inserted == len(good)
+    assert [(file, line) for file, line, _ in outcome.errors] == [(str(path), line) for line, _ in errors]
+    for (_, _, reason), (_, fragment) in zip(outcome.errors, errors, strict=True):
+        assert fragment in reason
 
 
 def test_a_ten_megabyte_line_without_any_newline_is_refused(sandbox):
@@ -703,7 +770,7 @@ def test_upload_of_a_zip_bomb(client, uploader, sandbox, django_capture_on_commi
 
 def test_upload_of_a_ten_megabyte_line(client, uploader, sandbox, django_capture_on_commit_callbacks):
     """Over FILE_UPLOAD_MAX_MEMORY_SIZE, Django spools the upload to TMPDIR (the sandbox) and removes it."""
-    text, good, line, reason = long_line_file("htcondor-history")
+    text, good, ((line, reason),) = long_line_file("htcondor-history")
     body, outcome = upload(client, sandbox, "history", text.encode(), django_capture_on_commit_callbacks)
     del text
     outcome.assert_bounded(traced=6 * LONG)  # the test client builds the request body in memory too
