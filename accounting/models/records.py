@@ -25,15 +25,20 @@ class UsageRecord(models.Model):
     natural_key = models.CharField(max_length=500, unique=True)
     record_hash = models.CharField(max_length=40)
     source_format = models.CharField(max_length=32)
-    bundle = models.ForeignKey("ingest.Bundle", null=True, blank=True, on_delete=models.SET_NULL, related_name="records")
+    # The six references are checked by PostgreSQL once per statement, not once per row (migration 0009):
+    # the same integrity as a foreign key (referenced rows locked, deletes of referenced rows refused) at a
+    # tenth of the cost per row of a bulk load. Django's on_delete still applies in the ORM.
+    bundle = models.ForeignKey(
+        "ingest.Bundle", null=True, blank=True, on_delete=models.SET_NULL, related_name="records", db_constraint=False
+    )
     source_file = models.CharField(max_length=500, blank=True)
     source_line = models.PositiveIntegerField(null=True, blank=True)
 
-    site = models.ForeignKey("accounting.Site", null=True, blank=True, on_delete=models.PROTECT)
-    resource = models.ForeignKey("accounting.Resource", null=True, blank=True, on_delete=models.PROTECT)
-    vo = models.ForeignKey("accounting.VO", null=True, blank=True, on_delete=models.PROTECT)
-    person = models.ForeignKey("accounting.Person", null=True, blank=True, on_delete=models.PROTECT)
-    project = models.ForeignKey("accounting.Project", null=True, blank=True, on_delete=models.PROTECT)
+    site = models.ForeignKey("accounting.Site", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
+    resource = models.ForeignKey("accounting.Resource", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
+    vo = models.ForeignKey("accounting.VO", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
+    person = models.ForeignKey("accounting.Person", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
+    project = models.ForeignKey("accounting.Project", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
     fqan = models.CharField("FQAN", max_length=500, blank=True)
     local_user = models.CharField(max_length=200, blank=True)
     pilot_ref = models.CharField(max_length=500, blank=True, db_index=True, help_text="pilot id the payload carries")

@@ -56,6 +56,10 @@ def test_job_runs_are_stored_and_replaced_on_resend():
 
 
 def test_counts_and_rows_agree_between_paths_for_inserts_updates_duplicates_and_reruns():
+    from ingest.models import Bundle
+
+    for pk in (7, 8):
+        Bundle.objects.create(pk=pk, original_name="x", stored_path="x", sha256="0" * 64)
     first = pilot(5)
     loader = RecordLoader(7, "htcondor-history")
     for record in (first, pilot(5), pilot(6)):  # insert, duplicate in batch, changed re-send in batch
@@ -63,9 +67,6 @@ def test_counts_and_rows_agree_between_paths_for_inserts_updates_duplicates_and_
     loader.flush()
     assert (loader.counts.inserted, loader.counts.updated, loader.counts.duplicates) == (1, 1, 1)
     assert UsageRecord.objects.get().wall_seconds == 6 * 3600
-    from ingest.models import Bundle
-
-    Bundle.objects.create(pk=7, original_name="x", stored_path="x", sha256="0" * 64)
     UsageRecord.objects.update(bundle_id=7)
     rerun = RecordLoader(7, "htcondor-history")  # the same bundle again, e.g. after a killed worker
     rerun.add(pilot(6), "f")
