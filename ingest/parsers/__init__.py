@@ -1,4 +1,28 @@
 """Format parsers, one module per format (CONTRACT.md names), all with the interface of `base.Parser`."""
+# ruff: noqa: E402 - the parsers are imported after the check of the compiled module below
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+
+def _never_stale(name: str) -> None:
+    """`make venv` compiles the module `name` of this package; Python prefers the compiled file to the source.
+    A compiled file older than its source (the source edited or pulled since) would run old code: the source
+    is loaded instead, with a warning to rebuild."""
+    source = Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.find_spec(f"{__name__}.{name}")
+    if spec is None or spec.origin == str(source) or Path(spec.origin).stat().st_mtime >= source.stat().st_mtime:
+        return
+    warnings.warn(f"{spec.origin} is older than {source.name}: running the source (run `make venv` to rebuild)", stacklevel=2)
+    spec = importlib.util.spec_from_file_location(f"{__name__}.{name}", source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+
+_never_stale("htcondor_history")
+
 from ingest.parsers.apel import APELParser
 from ingest.parsers.base import ParseContext, ParsedRecord, Parser, PilotInfo, PilotRuns, Rejection
 from ingest.parsers.gratia_ur import GratiaURParser

@@ -126,3 +126,20 @@ def test_touch_all_gives_the_days_of_touching_each_record(spans):
         one_by_one.touch(record.start, record.end)
     bulk.touch_all(records)
     assert (bulk.first_day, bulk.last_day) == (one_by_one.first_day, one_by_one.last_day)
+
+
+def test_the_record_digest_never_changes():
+    """Stored in every row: a different digest for the same record would make every re-send an update."""
+    from accounting.choices import RecordKind
+    from ingest.services.loader import record_hash
+
+    payload = ParsedRecord(kind=RecordKind.PAYLOAD, natural_key="ap40.uchicago.edu#1234567.0#1700000000",
+                           start=datetime(2026, 1, 1, tzinfo=timezone.utc), end=datetime(2026, 1, 1, 3, tzinfo=timezone.utc),
+                           wall_seconds=10800.0, cores=8, memory_mb=16000, cpu_user_seconds=76543.5, exit_code=0,
+                           site="MWT2", vo="atlas", person="/DC=org/CN=P", pilot_ref="gf#1.3")  # fmt: skip
+    pilot = ParsedRecord(kind="pilot", natural_key="gf#1.3", start=datetime(2026, 1, 1, tzinfo=timezone.utc),
+                         end=datetime(2026, 1, 2, tzinfo=timezone.utc), wall_seconds=86400.0, cores=8,
+                         pilot=PilotInfo(cores=8, entry="E"))  # fmt: skip
+    pilot.extra["validation"] = 3
+    assert record_hash(payload) == "e5b127b91e9d3f887fce662e9278efa1d70d2205"
+    assert record_hash(pilot) == "d889126d5266f9bc16e0454a11762b162539a7e6"

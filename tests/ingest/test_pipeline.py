@@ -76,21 +76,27 @@ def test_a_failed_batch_write_fails_the_ingest_and_keeps_the_batches_before_it(t
     assert Bundle.objects.get(pk=bundle.pk).status == Bundle.Status.RUNNING  # the task marks it failed or retries
 
 
-def test_the_switch_interval_is_shortened_while_writing_and_restored():
+def test_switch_interval_and_garbage_collection_are_tuned_while_writing_and_restored():
+    import gc
     import sys
 
-    from ingest.services.pipeline import SWITCH_INTERVAL
+    from ingest.services.pipeline import GC_THRESHOLD, SWITCH_INTERVAL
 
-    before = sys.getswitchinterval()
+    def settings() -> tuple:
+        return sys.getswitchinterval(), gc.get_threshold(), gc.get_freeze_count() > 0
+
+    before = settings()
+    assert before[2] is False  # nothing frozen outside an ingest
+    tuned = (pytest.approx(SWITCH_INTERVAL), GC_THRESHOLD, True)
     seen = []
     with Writer() as writer:
-        writer.submit(lambda: seen.append(sys.getswitchinterval()))
-    assert seen == [pytest.approx(SWITCH_INTERVAL)]
-    assert sys.getswitchinterval() == before
+        writer.submit(lambda: seen.append(settings()))
+    assert seen == [tuned]
+    assert settings() == before
     first, second = Writer(), Writer()  # two ingests of one process that overlap, ending in either order
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)
-    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+    assert settings() == tuned
     second.__exit__(None, None, None)
-    assert sys.getswitchinterval() == before
+    assert settings() == before
