@@ -2,11 +2,20 @@
 already ingested (by sha256) skipped, the beat PeriodicTask kept in step with the Source, admin management."""
 import base64
 import gzip
+import http.client
 import json
 import os
+import select
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -294,13 +303,8 @@ def test_symlinks_leading_outside_the_roots_are_not_followed(root, tmp_path):
 # --- URL sources (a local server on 127.0.0.1 only) ---
 
 
-@pytest.fixture
-def http_server(monkeypatch):
-    """An HTTP server on 127.0.0.1 in a thread; `routes[path] = (status, headers, body)`."""
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    routes: dict[str, tuple[int, dict, bytes]] = {}
-    hits: list[str] = []
+def route_handler(routes: dict[str, tuple[int, dict, bytes]], hits: list[str]) -> type[BaseHTTPRequestHandler]:
+    """A handler serving `routes[path] = (status, headers, body)` and noting each path asked for in `hits`."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
@@ -320,14 +324,99 @@ def http_server(monkeypatch):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    return Handler
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> Iterator[int]:
+    """Serve on 127.0.0.1 in a thread (over TLS with `tls`); yields the port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", routes, hits
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.fixture
+def http_server(no_proxy_env):
+    """An HTTP server on 127.0.0.1 in a thread; `routes[path] = (status, headers, body)`."""
+    routes: dict[str, tuple[int, dict, bytes]] = {}
+    hits: list[str] = []
+    with serving(route_handler(routes, hits)) as port:
+        yield f"http://127.0.0.1:{port}", routes, hits
+
+
+@pytest.fixture
+def https_server(no_proxy_env, tmp_path):
+    """The same over HTTPS with a self-signed certificate for 127.0.0.1; also yields that certificate's file."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)  # fmt: skip
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    routes: dict[str, tuple[int, dict, bytes]] = {}
+    hits: list[str] = []
+    with serving(route_handler(routes, hits), tls) as port:
+        yield f"https://127.0.0.1:{port}", routes, str(cert)
+
+
+@pytest.fixture
+def proxy(no_proxy_env):
+    """A forward proxy on 127.0.0.1: plain GETs by absolute URL, and CONNECT tunnels for https; notes each
+    request as (method, target)."""
+    seen: list[tuple[str, str]] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append(("GET", self.path))
+            target = urlsplit(self.path)
+            upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+            upstream.request("GET", target.path, headers={"User-Agent": self.headers.get("User-Agent", "")})
+            response = upstream.getresponse()
+            body = response.read()
+            self.send_response(response.status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            upstream.close()
+
+        def do_CONNECT(self):  # noqa: N802
+            seen.append(("CONNECT", self.path))
+            host, _, port = self.path.rpartition(":")
+            with socket.create_connection((host, int(port)), timeout=10) as upstream:
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                ends = [self.connection, upstream]
+                while True:
+                    ready, _, _ = select.select(ends, [], [], 10)
+                    if not ready:
+                        return
+                    for end in ready:
+                        data = end.recv(65536)
+                        if not data:
+                            return
+                        (upstream if end is self.connection else self.connection).sendall(data)
+
+        def log_message(self, *args):
+            pass
+
+    with serving(Proxy) as port:
+        yield f"http://127.0.0.1:{port}", seen
 
 
 def test_url_source_downloads_ingests_and_skips_what_it_already_has(bundle_store, http_server):
@@ -372,6 +461,33 @@ def test_url_errors_size_cap_and_redirects_away_from_http_fail_the_pull(settings
         assert result.status == "failed" and reason in result.message, (path, result.message)
     assert Bundle.objects.count() == 0
     assert not [p for p in bundle_store.rglob("*") if p.is_file()]  # nothing kept
+
+
+def test_https_sources_check_the_server_certificate(bundle_store, https_server, monkeypatch):
+    base, routes, certificate = https_server
+    routes["/ce/history"] = (200, {}, history((1, 3600, 1700003600)).encode())
+    untrusted = pull(Source.objects.create(name="untrusted", location=f"{base}/ce/history").pk)
+    assert untrusted.status == "failed" and "CERTIFICATE_VERIFY_FAILED" in untrusted.message
+    assert Bundle.objects.count() == 0
+    monkeypatch.setenv("SSL_CERT_FILE", certificate)  # the site's CA, as OpenSSL reads it from the environment
+    trusted = pull(Source.objects.create(name="trusted", location=f"{base}/ce/history").pk)
+    (bundle,) = Bundle.objects.all()
+    assert (trusted.status, bundle.status, bundle.records_inserted) == ("ok", "done", 1)
+
+
+def test_url_sources_go_through_the_proxy_the_environment_names(bundle_store, http_server, https_server, proxy, monkeypatch):
+    plain, plain_routes, _ = http_server
+    secure, secure_routes, certificate = https_server
+    proxy_url, seen = proxy
+    plain_routes["/a"] = (200, {}, history((1, 3600, 1700003600)).encode())
+    secure_routes["/b"] = (200, {}, history((2, 3600, 1700003600)).encode())
+    for name in ("http_proxy", "https_proxy"):
+        monkeypatch.setenv(name, proxy_url)
+    monkeypatch.setenv("SSL_CERT_FILE", certificate)
+    for location in (f"{plain}/a", f"{secure}/b"):
+        assert pull(Source.objects.create(name=location, location=location).pk).status == "ok"
+    assert seen == [("GET", f"{plain}/a"), ("CONNECT", secure.removeprefix("https://"))]
+    assert UsageRecord.objects.count() == 2
 
 
 def test_merge_ranges_joins_overlapping_and_adjacent_days():
