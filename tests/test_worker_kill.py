@@ -6,7 +6,9 @@ the bundle, with some batches committed; a second worker is started. The task wa
 (acks_late), so Redis hands it to the second worker once its visibility timeout has passed (shortened for
 the test through GRIDLEDGER_VISIBILITY_TIMEOUT, see portal/settings.py), which ingests the bundle again from
 the start: the rows the first attempt committed are recognised as this bundle's own. The bundle ends `done`
-with the right counts, one row per job, and summaries worth exactly the jobs' core-hours.
+with the right counts, one row per job, and summaries worth exactly the jobs' core-hours. A second test kills
+only the prefork pool process running the task (what the OOM killer does): its parent puts the message back
+(reject_on_worker_lost) and a new pool process completes the bundle the same way.
 """
 import io
 import os
@@ -75,10 +77,10 @@ class Workers:
         )
         self.processes: list[subprocess.Popen] = []
 
-    def start(self) -> subprocess.Popen:
+    def start(self, pool: str = "solo") -> subprocess.Popen:
         log = (self.log_dir / f"worker-{len(self.processes)}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", self.queue, "--pool", "solo",
+            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", self.queue, "--pool", pool, "--concurrency", "1",
              "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning",
              "-n", f"{self.queue}-{len(self.processes)}@%h"],
             cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -119,25 +121,57 @@ def workers(transactional_db, bundle_store, tmp_path):
         pool.stop()
 
 
-@pytest.mark.worker
-def test_a_worker_killed_mid_bundle_is_replaced_and_the_bundle_completes_once(client, workers):
-    content, core_hours = history()
+def upload(client, content: bytes) -> int:
     client.force_login(User.objects.create_user("loader", password="pw", is_staff=True, is_superuser=True))
-    first = workers.start()
-    upload = io.BytesIO(content)
-    upload.name = "history.kill"
-    response = client.post(reverse("api-bundles"), {"file": upload})
+    file = io.BytesIO(content)
+    file.name = "history.kill"
+    response = client.post(reverse("api-bundles"), {"file": file})
     assert response.status_code == 202
-    bundle_id = response.json()["id"]
+    return response.json()["id"]
 
-    # Kill the first worker once it has committed some batches, well before the end.
+
+def wait_for_some_batches(workers: Workers, bundle_id: int) -> None:
+    """Until the ingest has committed some batches, well before the end."""
     wait_for(lambda: UsageRecord.objects.count() >= 4000, 40, "the first worker to commit some batches", explain=workers.logs)
-    workers.kill(first)
+
+
+def assert_killed_mid_bundle(bundle_id: int) -> None:
     loaded = UsageRecord.objects.count()
     bundle = Bundle.objects.get(pk=bundle_id)
     assert bundle.status == "running" and 0 < loaded < JOBS, (bundle.status, loaded)
 
+
+@pytest.mark.worker
+def test_a_worker_killed_mid_bundle_is_replaced_and_the_bundle_completes_once(client, workers):
+    content, core_hours = history()
+    first = workers.start()
+    bundle_id = upload(client, content)
+    wait_for_some_batches(workers, bundle_id)
+    workers.kill(first)
+    assert_killed_mid_bundle(bundle_id)
+
     workers.start()
+    assert_completed_once(workers, bundle_id, core_hours)
+
+
+@pytest.mark.worker
+def test_a_prefork_child_killed_mid_bundle_is_replaced_by_its_parent_and_the_bundle_completes_once(client, workers):
+    """The OOM killer's case: only the pool process running the task dies. Its parent sees it lost, rejects
+    the message back to the queue (reject_on_worker_lost) and starts a new pool process, which runs it again
+    at once: the dead process's database session (and its advisory lock on the bundle) may still be closing."""
+    content, core_hours = history()
+    parent = workers.start(pool="prefork")
+    bundle_id = upload(client, content)
+    wait_for_some_batches(workers, bundle_id)
+    (child,) = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True, check=True).stdout.split()
+    os.kill(int(child), signal.SIGKILL)
+    assert_killed_mid_bundle(bundle_id)
+    assert parent.poll() is None  # the parent lives on and replaces its child
+    assert_completed_once(workers, bundle_id, core_hours)
+    assert "exited with 'signal 9 (SIGKILL)'" in workers.logs()  # the parent saw its child lost
+
+
+def assert_completed_once(workers: Workers, bundle_id: int, core_hours: float) -> None:
     bundle = wait_for(
         lambda: Bundle.objects.filter(pk=bundle_id, status__in=["done", "failed"]).first(), 40,
         "the second worker to finish the bundle", interval=0.25, explain=workers.logs,
