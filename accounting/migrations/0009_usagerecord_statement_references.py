@@ -12,7 +12,9 @@ and statement, whatever the number of rows:
 
 Concurrency is that of a foreign key under READ COMMITTED (the isolation level GridLedger uses): a delete
 waits for the loads holding the row's lock and then sees their records; a load waits for a pending delete
-and then finds the row gone. On other databases (SQLite for the demo) the references are not enforced by
+and then finds the row gone. A delete or renumbering in a REPEATABLE READ or SERIALIZABLE transaction is
+refused (its snapshot could miss records committed since it began); a load there fails as with a foreign
+key (a serialization failure, or the row missing). On other databases (SQLite for the demo) the references are not enforced by
 the database; Django's on_delete applies everywhere.
 """
 
@@ -66,15 +68,26 @@ CREATE FUNCTION gl_usagerecord_restrict_references() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     col text := TG_ARGV[0];
+    gone bigint[];
     referenced bigint;
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        EXECUTE format('SELECT o.id FROM old_rows AS o WHERE EXISTS '
-                       '(SELECT 1 FROM accounting_usagerecord AS u WHERE u.%I = o.id) LIMIT 1', col) INTO referenced;
-    ELSE  -- UPDATE: an id that no longer exists after the statement
-        EXECUTE format('SELECT o.id FROM old_rows AS o WHERE NOT EXISTS (SELECT 1 FROM new_rows AS n WHERE n.id = o.id) '
-                       'AND EXISTS (SELECT 1 FROM accounting_usagerecord AS u WHERE u.%I = o.id) LIMIT 1', col) INTO referenced;
+        gone := ARRAY(SELECT id FROM old_rows);
+    ELSE  -- UPDATE: the ids that no longer exist after the statement
+        gone := ARRAY(SELECT o.id FROM old_rows AS o WHERE NOT EXISTS (SELECT 1 FROM new_rows AS n WHERE n.id = o.id));
     END IF;
+    IF cardinality(gone) = 0 THEN
+        RETURN NULL;
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        -- The snapshot of such a transaction may miss records loads committed since it began; PostgreSQL's
+        -- own foreign keys look again with a fresh snapshot there, which a trigger cannot.
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('rows of "%s" can be deleted or renumbered under READ COMMITTED only', TG_TABLE_NAME),
+            HINT = 'records may reference them: run the statement in a READ COMMITTED transaction';
+    END IF;
+    EXECUTE format('SELECT min(g) FROM unnest($1) AS g WHERE EXISTS '
+                   '(SELECT 1 FROM accounting_usagerecord AS u WHERE u.%I = g)', col) INTO referenced USING gone;
     IF referenced IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
             MESSAGE = format('update or delete on table "%s" violates the reference accounting_usagerecord.%s', TG_TABLE_NAME, col),

@@ -67,6 +67,23 @@ def test_a_referenced_row_cannot_be_deleted_or_renumbered_behind_the_orm(field):
     assert not REFERENCES[field].objects.filter(pk=unused.pk).exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_deletes_of_referenced_tables_need_read_committed():
+    """A REPEATABLE READ snapshot could miss records loaded since: such deletes are refused, used or not;
+    changes that keep the ids (a rename) are not."""
+    unused = Site.objects.create(name="unused")
+    with other_connection() as other:
+        other.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        other.execute("UPDATE accounting_site SET name = 'renamed' WHERE id = %s", [unused.pk])
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="READ COMMITTED only"):
+            other.execute("DELETE FROM accounting_site WHERE id = %s", [unused.pk])
+        other.rollback()
+        other.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        other.execute("DELETE FROM accounting_site WHERE id = %s", [unused.pk])
+        other.commit()
+    assert not Site.objects.exists()
+
+
 def test_the_orm_rules_still_apply_protect_for_names_and_set_null_for_bundles():
     bundle = referenced_row("bundle")
     record = job("j1", at(DAY), 1)
