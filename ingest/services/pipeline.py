@@ -35,7 +35,8 @@ GC_THRESHOLD = (20_000, 10, 10)
 _STOP = object()
 
 
-_tuned = {"writers": 0, "interval": 0.0, "gc": (700, 10, 10)}  # writers running in this process, settings before
+# writers running in this process; the settings before the first; whether it froze (not if something else had)
+_tuned = {"writers": 0, "interval": 0.0, "gc": (700, 10, 10), "froze": False}
 _tuned_lock = threading.Lock()
 
 
@@ -43,8 +44,10 @@ def _tune_for_bulk() -> None:
     with _tuned_lock:
         if _tuned["writers"] == 0:
             _tuned["interval"], _tuned["gc"] = sys.getswitchinterval(), gc.get_threshold()
+            _tuned["froze"] = gc.get_freeze_count() == 0
             sys.setswitchinterval(SWITCH_INTERVAL)
-            gc.freeze()
+            if _tuned["froze"]:
+                gc.freeze()
             gc.set_threshold(*GC_THRESHOLD)
         _tuned["writers"] += 1
 
@@ -56,7 +59,8 @@ def _restore_settings() -> None:
         if _tuned["writers"] == 0:
             sys.setswitchinterval(_tuned["interval"])
             gc.set_threshold(*_tuned["gc"])
-            gc.unfreeze()
+            if _tuned["froze"]:
+                gc.unfreeze()
 
 
 class Writer:

@@ -21,6 +21,11 @@ pytestmark = [
 ]
 REFERENCES = {"bundle": Bundle, "site": Site, "resource": Resource, "vo": VO, "person": Person, "project": Project}
 DAY = datetime(2026, 10, 1, tzinfo=UTC).date()
+INSERT_RECORD = (  # one record of the site %s, in plain SQL (a second connection's load)
+    "INSERT INTO accounting_usagerecord (kind, natural_key, record_hash, source_format, source_file, fqan, local_user, "
+    "pilot_ref, start, \"end\", wall_seconds, cores, gpus, cpu_user_seconds, cpu_sys_seconds, void, created, updated, "
+    "site_id) VALUES ('batch', 'k', 'h', 't', '', '', '', '', now(), now(), 0, 1, 0, 0, 0, false, now(), now(), %s)"
+)
 
 
 def referenced_row(field: str):
@@ -116,13 +121,7 @@ def test_a_bulk_load_with_one_bad_reference_writes_nothing():
 def test_a_delete_waits_for_a_load_referencing_the_row_then_fails():
     site = Site.objects.create(name="S")
     with other_connection() as loading, other_connection() as deleting:
-        loading.execute(
-            "INSERT INTO accounting_usagerecord (kind, natural_key, record_hash, source_format, source_file, fqan, "
-            "local_user, pilot_ref, start, \"end\", wall_seconds, cores, gpus, cpu_user_seconds, cpu_sys_seconds, void, "
-            "created, updated, site_id) VALUES ('batch', 'k', 'h', 't', '', '', '', '', now(), now(), 0, 1, 0, 0, 0, "
-            "false, now(), now(), %s)",
-            [site.pk],
-        )  # not committed: the site is locked FOR KEY SHARE
+        loading.execute(INSERT_RECORD, [site.pk])  # not committed: the site is locked FOR KEY SHARE
         outcome = {}
 
         def delete():
@@ -153,13 +152,7 @@ def test_a_load_waits_for_a_pending_delete_of_its_row_then_fails():
 
         def load():
             try:
-                loading.execute(
-                    "INSERT INTO accounting_usagerecord (kind, natural_key, record_hash, source_format, source_file, "
-                    "fqan, local_user, pilot_ref, start, \"end\", wall_seconds, cores, gpus, cpu_user_seconds, "
-                    "cpu_sys_seconds, void, created, updated, site_id) VALUES ('batch', 'k', 'h', 't', '', '', '', '', "
-                    "now(), now(), 0, 1, 0, 0, 0, false, now(), now(), %s)",
-                    [site.pk],
-                )
+                loading.execute(INSERT_RECORD, [site.pk])
                 loading.commit()
                 outcome["loaded"] = True
             except psycopg.errors.ForeignKeyViolation as exc:

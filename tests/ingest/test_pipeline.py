@@ -100,3 +100,10 @@ def test_switch_interval_and_garbage_collection_are_tuned_while_writing_and_rest
     assert settings() == tuned
     second.__exit__(None, None, None)
     assert settings() == before
+    gc.freeze()  # frozen by something else (a worker after fork, say): left frozen
+    try:
+        with Writer():
+            pass
+        assert gc.get_freeze_count() > 0  # gc.unfreeze() would have made it 0
+    finally:
+        gc.unfreeze()
