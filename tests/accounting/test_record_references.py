@@ -117,29 +117,36 @@ def test_a_bulk_load_with_one_bad_reference_writes_nothing():
     assert not UsageRecord.objects.exists()
 
 
+def waits_for(holder: psycopg.Connection, waiting: psycopg.Connection, sql: str, params: list) -> str:
+    """Run `sql` on `waiting` in a thread, check that it waits while `holder`'s transaction is open, commit
+    `holder`; return "committed" or the text of the ForeignKeyViolation `sql` ended with."""
+    outcome = {}
+
+    def run():
+        try:
+            waiting.execute(sql, params)
+            waiting.commit()
+            outcome["result"] = "committed"
+        except psycopg.errors.ForeignKeyViolation as exc:
+            waiting.rollback()
+            outcome["result"] = str(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(1.0)
+    assert thread.is_alive(), f"{sql[:30]}... must wait for the other transaction"
+    holder.commit()
+    thread.join(10)
+    return outcome.get("result", "")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_delete_waits_for_a_load_referencing_the_row_then_fails():
     site = Site.objects.create(name="S")
     with other_connection() as loading, other_connection() as deleting:
         loading.execute(INSERT_RECORD, [site.pk])  # not committed: the site is locked FOR KEY SHARE
-        outcome = {}
-
-        def delete():
-            try:
-                deleting.execute("DELETE FROM accounting_site WHERE id = %s", [site.pk])
-                deleting.commit()
-                outcome["deleted"] = True
-            except psycopg.errors.ForeignKeyViolation as exc:
-                deleting.rollback()
-                outcome["error"] = str(exc)
-
-        thread = threading.Thread(target=delete)
-        thread.start()
-        thread.join(1.0)
-        assert thread.is_alive(), "the delete must wait for the load's lock"
-        loading.commit()
-        thread.join(10)
-    assert "still referenced" in outcome.get("error", ""), outcome
+        outcome = waits_for(loading, deleting, "DELETE FROM accounting_site WHERE id = %s", [site.pk])
+    assert "still referenced" in outcome, outcome
     assert Site.objects.filter(pk=site.pk).exists() and UsageRecord.objects.filter(site=site).count() == 1
 
 
@@ -148,22 +155,6 @@ def test_a_load_waits_for_a_pending_delete_of_its_row_then_fails():
     site = Site.objects.create(name="S")
     with other_connection() as deleting, other_connection() as loading:
         deleting.execute("DELETE FROM accounting_site WHERE id = %s", [site.pk])  # not committed yet
-        outcome = {}
-
-        def load():
-            try:
-                loading.execute(INSERT_RECORD, [site.pk])
-                loading.commit()
-                outcome["loaded"] = True
-            except psycopg.errors.ForeignKeyViolation as exc:
-                loading.rollback()
-                outcome["error"] = str(exc)
-
-        thread = threading.Thread(target=load)
-        thread.start()
-        thread.join(1.0)
-        assert thread.is_alive(), "the load must wait for the pending delete"
-        deleting.commit()
-        thread.join(10)
-    assert "is not present" in outcome.get("error", ""), outcome
+        outcome = waits_for(deleting, loading, INSERT_RECORD, [site.pk])
+    assert "is not present" in outcome, outcome
     assert not UsageRecord.objects.exists()
