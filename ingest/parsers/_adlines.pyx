@@ -97,6 +97,11 @@ cdef class Picker:
 
     cdef object _key(self, const char *name, Py_ssize_t length):
         """The key of the wanted name `name[:length]` (any letter case), or None."""
+        cdef int index = self._index(name, length)
+        return self.keys[index - 1] if index else None
+
+    cdef int _index(self, const char *name, Py_ssize_t length) noexcept:
+        """1 + the position of the wanted name `name[:length]` (any letter case) in the names, or 0."""
         cdef unsigned int h = hash_name(name, length)
         cdef unsigned int slot = h & (SLOTS - 1)
         cdef bytes candidate
@@ -104,16 +109,16 @@ cdef class Picker:
         cdef Py_ssize_t i
         while self.slot_of[slot] != 0:
             if self.hash_of[slot] == h:
-                candidate = self.raw[self.slot_of[slot] - 1]
+                candidate = <bytes>self.raw[self.slot_of[slot] - 1]
                 if PyBytes_GET_SIZE(candidate) == length:
                     text = PyBytes_AS_STRING(candidate)
                     for i in range(length):
                         if lower(name[i]) != text[i]:
                             break
                     else:
-                        return self.keys[self.slot_of[slot] - 1]
+                        return self.slot_of[slot]
             slot = (slot + 1) & (SLOTS - 1)
-        return None
+        return 0
 
     def pick(self, bytes chunk):
         cdef const char *data = PyBytes_AS_STRING(chunk)
@@ -150,3 +155,302 @@ cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept
     for i in range(length):
         h = (h ^ lower(name[i])) * 16777619
     return h
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The whole of an ordinary job ad to its record, in one pass and without the {name: value} dict: what
+# `htcondor_history.ad_to_record(PICKER.pick(chunk), line, context)` gives, for the ads it can read without
+# doubt. Anything else (a line that is not exactly `Name = value`, an escaped or padded value, a number
+# float() would read differently, an ad ad_to_record rejects, a factory's glidein ad, a startd's run) gets
+# None, and the parser then reads that ad the reference way. Tests compare both on the real samples and on
+# random ads built to hit every branch.
+
+cdef extern from "Python.h":
+    double PyOS_string_to_double(const char *s, char **endptr, void *overflow_exception) except? -1.0
+
+from libc.math cimport isfinite
+from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeASCII
+
+# What `RecordMaker` reads, in this order (the enum below gives each its position).
+RECORD_ATTRIBUTES = (
+    "GlobalJobId", "RemoteWallClockTime", "CompletionDate", "EnteredCurrentStatus", "MachineAttrCpus0",
+    "CpusProvisioned", "RequestCpus", "MachineAttrMemory0", "MemoryProvisioned", "RequestMemory",
+    "MachineAttrGPUs0", "GPUsProvisioned", "RequestGPUs", "ExitBySignal", "ExitSignal", "ExitCode", "ExitStatus",
+    "RemoteUserCpu", "RemoteSysCpu", "x509userproxysubject", "AuthTokenSubject", "x509UserProxyVOName",
+    "AuthTokenGroups", "x509UserProxyFirstFQAN", "ProjectName", "Owner", "MachineAttrGLIDEIN_Site0",
+    "MATCH_EXP_JOBGLIDEIN_Site", "GLIDEIN_Site", "MachineAttrGLIDEIN_ResourceName0",
+    "MATCH_EXP_JOBGLIDEIN_ResourceName", "MATCH_EXP_JOB_GLIDEIN_Schedd", "MATCH_EXP_JOB_GLIDEIN_ClusterId",
+    "MATCH_EXP_JOB_GLIDEIN_ProcId", "LastRemoteHost", "RemoteHost",
+    # present: not an ordinary job ad (a factory's glidein; a startd's run), left to the reference
+    "GlideinEntryName", "GlideinFactory", "BadputCausedByPreemption", "BadputCausedByDraining",
+)  # fmt: skip
+
+cdef enum Attribute:
+    GLOBAL_JOB_ID, WALL, COMPLETION, ENTERED, MACHINE_CPUS, CPUS_PROVISIONED, REQUEST_CPUS, MACHINE_MEMORY,
+    MEMORY_PROVISIONED, REQUEST_MEMORY, MACHINE_GPUS, GPUS_PROVISIONED, REQUEST_GPUS, EXIT_BY_SIGNAL,
+    EXIT_SIGNAL, EXIT_CODE, EXIT_STATUS, USER_CPU, SYS_CPU, PROXY_SUBJECT, TOKEN_SUBJECT, PROXY_VO, TOKEN_GROUPS,
+    PROXY_FQAN, PROJECT_NAME, OWNER, MACHINE_SITE, MATCH_SITE, GLIDEIN_SITE, MACHINE_RESOURCE, MATCH_RESOURCE,
+    PILOT_SCHEDD, PILOT_CLUSTER, PILOT_PROC, LAST_REMOTE_HOST, REMOTE_HOST, ENTRY_NAME, FACTORY,
+    BADPUT_PREEMPTION, BADPUT_DRAINING, ATTRIBUTES
+
+cdef enum Reading:  # what a value is, read as a number
+    ABSENT, NUMBER, UNDEFINED, NOT_A_FLOAT  # NOT_A_FLOAT: float() surely refuses it (an expression, a string)
+
+
+class _Unsure(Exception):
+    """A value this module does not read exactly as the reference does: the ad goes to the reference."""
+
+
+cdef inline bint is_space(unsigned char c) noexcept:
+    return c <= 32  # all of ASCII's whitespace (str.strip's too) and the other control characters
+
+
+cdef bint same_letters(const char *text, Py_ssize_t length, const char *lower_word, Py_ssize_t word_length) noexcept:
+    cdef Py_ssize_t i
+    if length != word_length:
+        return False
+    for i in range(length):
+        if lower(text[i]) != lower_word[i]:
+            return False
+    return True
+
+
+cdef bint plain_decimal(const char *text, Py_ssize_t length) noexcept:
+    """`[+-]digits[.digits][(e|E)[+-]digits]`, at least one digit before the exponent: what float() and C read
+    alike (no spaces, underscores, inf or nan)."""
+    cdef Py_ssize_t i = 0, digits = 0
+    if i < length and (text[i] == b"-" or text[i] == b"+"):
+        i += 1
+    while i < length and b"0" <= text[i] <= b"9":
+        i += 1
+        digits += 1
+    if i < length and text[i] == b".":
+        i += 1
+        while i < length and b"0" <= text[i] <= b"9":
+            i += 1
+            digits += 1
+    if digits == 0:
+        return False
+    if i < length and (text[i] == b"e" or text[i] == b"E"):
+        i += 1
+        if i < length and (text[i] == b"-" or text[i] == b"+"):
+            i += 1
+        digits = 0
+        while i < length and b"0" <= text[i] <= b"9":
+            i += 1
+            digits += 1
+        if digits == 0:
+            return False
+    return i == length
+
+
+cdef class RecordMaker(Picker):
+    """`make(chunk, line, site)`: the record of an ordinary job ad (`chunk`: its ASCII text), or None to have
+    the reference read it. See `htcondor_history.ad_to_record` for what each attribute means."""
+
+    cdef Py_ssize_t start_of[<int>ATTRIBUTES]  # where each attribute's value starts in the chunk; -1: absent
+    cdef Py_ssize_t length_of[<int>ATTRIBUTES]
+    cdef const char *data  # the chunk being read (held by `make`'s caller for the call)
+    cdef object record, payload, batch, utc_from_epoch, glidein_host
+
+    def __init__(self, record, payload, batch, utc_from_epoch, glidein_host):
+        """`record`: the record class (its fields in `ParsedRecord`'s order); `payload`, `batch`: the two kinds;
+        `utc_from_epoch`: epoch seconds to a UTC datetime; `glidein_host`: the glidein name in a remote host."""
+        Picker.__init__(self, RECORD_ATTRIBUTES)
+        if len(self.keys) != ATTRIBUTES:
+            raise ValueError("RECORD_ATTRIBUTES and the Attribute enum disagree")
+        self.record, self.payload, self.batch = record, payload, batch
+        self.utc_from_epoch, self.glidein_host = utc_from_epoch, glidein_host
+
+    cdef bint _scan(self, bytes chunk):
+        """Find the value of each attribute read (the last of a repeated one); False when a line is not exactly
+        `Name = value` (the reference then names the line or reads other spacing)."""
+        cdef const char *data = PyBytes_AS_STRING(chunk)
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(chunk)
+        cdef Py_ssize_t start = 0, end, name_end
+        cdef const char *found
+        cdef int index
+        for index in range(ATTRIBUTES):
+            self.start_of[index] = -1
+        self.data = data
+        while size > 0 and data[size - 1] == b"\n":
+            size -= 1
+        if size == 0:
+            return False
+        while True:
+            found = <const char *>memchr(data + start, b"\n", size - start)
+            end = (found - data) if found != NULL else size
+            if start >= end or not is_name_start(data[start]):
+                return False
+            name_end = start + 1
+            while name_end < end and CLASS[<unsigned char>data[name_end]] != 0:
+                name_end += 1
+            if name_end + 3 > end or data[name_end] != b" " or data[name_end + 1] != b"=" or data[name_end + 2] != b" ":
+                return False
+            index = self._index(data + start, name_end - start)
+            if index:
+                self.start_of[index - 1] = name_end + 3
+                self.length_of[index - 1] = end - name_end - 3
+            if end >= size:
+                return True
+            start = end + 1
+
+    cdef inline bint _has(self, int attribute) noexcept:
+        return self.start_of[attribute] >= 0
+
+    cdef str _text(self, int attribute):
+        """`unquote` of the value; "" when absent or empty. _Unsure for escapes and padding."""
+        cdef Py_ssize_t length = self.length_of[attribute]
+        cdef const char *value
+        if self.start_of[attribute] < 0 or length == 0:
+            return ""
+        value = self.data + self.start_of[attribute]
+        if memchr(value, b"\\", length) != NULL:
+            raise _Unsure()
+        if length >= 2 and value[0] == b'"' and value[length - 1] == b'"':
+            return PyUnicode_DecodeASCII(value + 1, length - 2, NULL)
+        if is_space(value[0]) or is_space(value[length - 1]):
+            raise _Unsure()
+        if same_letters(value, length, b"undefined", 9) or same_letters(value, length, b"error", 5):
+            return ""
+        return PyUnicode_DecodeASCII(value, length, NULL)
+
+    cdef str _first_text(self, int first, int second=-1, int third=-1):
+        """`text(ad, *names)`: the first of the attributes with a non-empty text."""
+        cdef str found = self._text(first)
+        if not found and second >= 0:
+            found = self._text(second)
+            if not found and third >= 0:
+                found = self._text(third)
+        return found
+
+    cdef Reading _number(self, int attribute, double *number) except *:
+        """The value read as float() reads it, with what it is (see Reading); _Unsure when unsure."""
+        cdef Py_ssize_t length = self.length_of[attribute]
+        cdef const char *value
+        cdef char buffer[64]
+        if self.start_of[attribute] < 0:
+            return ABSENT
+        value = self.data + self.start_of[attribute]
+        if length == 0:
+            return NOT_A_FLOAT
+        if length < 64 and plain_decimal(value, length):
+            memcpy(buffer, value, length)
+            buffer[length] = 0
+            number[0] = PyOS_string_to_double(buffer, NULL, NULL)
+            return NUMBER
+        if same_letters(value, length, b"undefined", 9):
+            return UNDEFINED
+        # float() reads only digits, signs, points, spaces, underscores, "inf", "infinity" and "nan"
+        if value[0] == b"(" or value[0] == b'"' or (CLASS[<unsigned char>value[0]] == 2 and not (
+                length >= 3 and (same_letters(value, 3, b"inf", 3) or same_letters(value, 3, b"nan", 3)))):
+            return NOT_A_FLOAT
+        raise _Unsure()
+
+    cdef bint _first_number(self, double *number, int first, int second=-1, int third=-1) except *:
+        """`first_number(ad, *names)`: the first of the attributes holding a finite number; False if none."""
+        cdef int attribute
+        for attribute in (first, second, third):
+            if attribute < 0:
+                return False
+            if self._number(attribute, number) == NUMBER and isfinite(number[0]):
+                return True
+        return False
+
+    cdef object _seconds(self, int attribute, bint default_zero):
+        """`number(ad, name)` (a float, None when absent or UNDEFINED; `number(...) or 0.0` with
+        `default_zero`); _Unsure where `number` raises (not a number), which the reference reports."""
+        cdef double value
+        cdef Reading reading = self._number(attribute, &value)
+        if reading == NUMBER:
+            if not isfinite(value):
+                raise _Unsure()
+            return value if (value != 0 or not default_zero) else 0.0
+        if reading == NOT_A_FLOAT:
+            raise _Unsure()
+        return 0.0 if default_zero else None
+
+    cdef bint _is_true(self, int attribute) except *:
+        cdef Py_ssize_t length = self.length_of[attribute]
+        cdef const char *value
+        if self.start_of[attribute] < 0 or length == 0:
+            return False
+        value = self.data + self.start_of[attribute]
+        if is_space(value[0]) or is_space(value[length - 1]):
+            raise _Unsure()
+        return same_letters(value, length, b"true", 4)
+
+    def make(self, bytes chunk, Py_ssize_t line, str site):
+        try:
+            return self._make(chunk, line, site)
+        except (_Unsure, UnicodeDecodeError):  # the parser hands it ASCII ads only; anything else is not read here
+            return None
+
+    cdef object _make(self, bytes chunk, Py_ssize_t line, str site):
+        cdef double wall, completion = 0, entered = 0, end_epoch, number
+        cdef Reading reading
+        cdef int attribute
+        if not self._scan(chunk):
+            return None
+        if self._has(ENTRY_NAME) or self._has(FACTORY) or self._has(BADPUT_PREEMPTION) or self._has(BADPUT_DRAINING):
+            return None
+        global_job_id = self._text(GLOBAL_JOB_ID)
+        if not global_job_id:
+            return None
+        if self._number(WALL, &wall) != NUMBER or not isfinite(wall):
+            return None
+        for attribute in (COMPLETION, ENTERED):
+            reading = self._number(attribute, &number)
+            if reading == NOT_A_FLOAT or (reading == NUMBER and not isfinite(number)):
+                return None
+            if reading == NUMBER:
+                if attribute == COMPLETION:
+                    completion = number
+                else:
+                    entered = number
+        if completion <= 0 and wall <= 0:
+            return None
+        end_epoch = completion if completion > 0 else entered
+        if end_epoch <= 0:
+            return None
+        try:
+            end = self.utc_from_epoch(end_epoch)
+            start = self.utc_from_epoch(end_epoch - wall)
+        except (OverflowError, OSError, ValueError):
+            return None
+
+        cores = int(number) if self._first_number(&number, MACHINE_CPUS, CPUS_PROVISIONED, REQUEST_CPUS) and number >= 1 else 1
+        memory = int(number) if self._first_number(&number, MACHINE_MEMORY, MEMORY_PROVISIONED, REQUEST_MEMORY) and number > 0 else None
+        gpus = int(number) if self._first_number(&number, MACHINE_GPUS, GPUS_PROVISIONED, REQUEST_GPUS) and number > 0 else 0
+        exit_code = exit_signal = None
+        if self._is_true(EXIT_BY_SIGNAL):
+            exit_signal = int(number) if self._first_number(&number, EXIT_SIGNAL) else -1
+        elif self._first_number(&number, EXIT_CODE, EXIT_STATUS) and completion > 0:
+            exit_code = int(number)
+        user_cpu = self._seconds(USER_CPU, True)
+        sys_cpu = self._seconds(SYS_CPU, True)
+
+        vo = self._text(PROXY_VO)
+        if not vo:
+            groups = self._text(TOKEN_GROUPS)
+            vo = groups.split(",")[0].strip().strip("/").split("/")[0] if groups else ""
+        resource = self._first_text(MACHINE_RESOURCE, MATCH_RESOURCE)
+        schedd, cluster, proc = self._text(PILOT_SCHEDD), self._text(PILOT_CLUSTER), self._text(PILOT_PROC)
+        if schedd and cluster and proc:
+            pilot_ref = f"{schedd}#{cluster}.{proc}"
+        else:
+            match = self.glidein_host.search(self._first_text(LAST_REMOTE_HOST, REMOTE_HOST))
+            pilot_ref = match.group(1) if match else ""
+        if pilot_ref or self._first_text(MACHINE_SITE, MACHINE_RESOURCE):
+            kind = self.payload
+        else:
+            kind = self.batch
+            if not resource:
+                resource = global_job_id.partition("#")[0]
+        return self.record(  # ParsedRecord's fields, in their order
+            kind, global_job_id, start, end, wall, line, cores, memory, gpus, user_cpu, sys_cpu, exit_code,
+            exit_signal, self._first_text(MACHINE_SITE, MATCH_SITE, GLIDEIN_SITE) or site, resource, vo,
+            self._first_text(PROXY_SUBJECT, TOKEN_SUBJECT), self._text(PROJECT_NAME), self._text(PROXY_FQAN),
+            self._text(OWNER), pilot_ref,
+        )

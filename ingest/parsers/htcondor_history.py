@@ -28,7 +28,11 @@ Python code runs per line of an ad.
 The two loops over every byte of a history (where ads end; the wanted attributes of an ad) run compiled
 (`_adlines.pyx`, built by `make venv`), about five times faster than the regular expressions below, which
 stay as their definition: tests check that both give the same on the real samples and on random input, and
-the parser uses the expressions when the compiled module is not built. `make venv` also compiles this
+the parser uses the expressions when the compiled module is not built. The same module reads an ordinary
+job ad straight to its record (`MAKER`, `_adlines.RecordMaker`: the mapping below, without building the
+{name: value} dict), about half the parser's time per ad; it leaves every ad it cannot read without doubt
+(escapes, padding, expressions where a number is read, startd runs, factory glideins, rejections) to
+`ad_to_record`, and tests check both give the same records, type for type. `make venv` also compiles this
 module itself with Cython, as it is (about a quarter less time per ad); `ingest.parsers` runs the source
 instead when the compiled file is older than it.
 """
@@ -177,8 +181,16 @@ class HTCondorHistoryParser(Parser):
     def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | PilotRuns | Rejection]:
         empty = True
         runs = StartdRuns()
-        for item in iter_ads(stream, PICKER):
+        for item in iter_ads(stream, PICKER, MAKER, context.site):
             empty = False
+            if type(item) is ParsedRecord:  # an ordinary job ad, read by the compiled `MAKER`
+                try:
+                    check_record(item, context.now)
+                except RecordInvalid as exc:
+                    yield Rejection(item.line, str(exc))
+                    continue
+                yield item
+                continue
             if isinstance(item, Rejection):
                 yield item
                 continue
@@ -295,6 +307,9 @@ def _trie(words: list[str]) -> str:
 
 
 PICKER = AttributePicker(MAPPED_ATTRIBUTES)
+# The compiled reading of an ordinary job ad, straight to its record (`_adlines.RecordMaker`): what
+# `ad_to_record(PICKER.pick(chunk), ...)` gives, without the dict, for the ads it can read without doubt.
+MAKER = _adlines.RecordMaker(ParsedRecord, RecordKind.PAYLOAD, RecordKind.BATCH, utc_from_epoch, GLIDEIN_HOST) if _adlines else None
 
 
 def separator_spans(buffer: bytes) -> Iterator[tuple[int, int, int]]:
@@ -312,9 +327,12 @@ def _separator_spans(buffer: bytes) -> Iterator[tuple[int, int, int]]:
         yield match.start(), match.end(), before
 
 
-def iter_ads(stream: BinaryIO, picker: AttributePicker | None = None) -> Iterator[tuple[int, dict[str, str]] | Rejection]:
+def iter_ads(
+    stream: BinaryIO, picker: AttributePicker | None = None, maker=None, site: str = ""
+) -> Iterator[tuple[int, dict[str, str]] | ParsedRecord | Rejection]:
     """Split a history stream into ads: (first line, {lower-case name: raw value text}); with a `picker`,
-    only the attributes it names.
+    only the attributes it names; with a `maker` (`MAKER`), the record of each ordinary job ad instead (see
+    `parse_ad`), `site` being the record's site when the ad names none.
 
     An ad ends at a `***` banner line, a blank line or the end of the file. An ad with an unreadable line
     (not `Name = value`, not UTF-8, over 1 MiB) is rejected whole, naming that line. The stream is read in
@@ -339,10 +357,10 @@ def iter_ads(stream: BinaryIO, picker: AttributePicker | None = None) -> Iterato
                 if skipping:
                     skipping = False
                 else:
-                    yield parse_ad(buffer[position + 1 : start], newlines + upto, picker)
+                    yield parse_ad(buffer[position + 1 : start], newlines + upto, picker, maker, site)
             position, upto = end, before + 2  # the newlines that start and end the separator line
         if at_end and position < len(buffer) and buffer[position:].strip() and not skipping:
-            yield parse_ad(buffer[position + 1 :], newlines + upto, picker)
+            yield parse_ad(buffer[position + 1 :], newlines + upto, picker, maker, site)
             return
         newlines += upto - (buffer[position : position + 1] == b"\n")
         buffer = buffer[position:]
@@ -355,16 +373,20 @@ def iter_ads(stream: BinaryIO, picker: AttributePicker | None = None) -> Iterato
             buffer = buffer[cut:]
 
 
-def parse_ad(chunk: bytes, first: int, picker: AttributePicker | None = None) -> tuple[int, dict[str, str]] | Rejection:
+def parse_ad(
+    chunk: bytes, first: int, picker: AttributePicker | None = None, maker=None, site: str = ""
+) -> tuple[int, dict[str, str]] | ParsedRecord | Rejection:
     """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line.
 
     With a `picker` only the attributes it names are kept; one pass checks every line and finds the wanted
-    ones, so that no Python code runs per line."""
+    ones, so that no Python code runs per line. With a `maker`, an ASCII ad it reads without doubt becomes its
+    record at once (`ad_to_record`'s, unchecked); any other ad is read as without it."""
     if len(chunk) > MAX_LINE_BYTES:
         for offset, raw in enumerate(chunk.split(b"\n")):
             if len(raw) > MAX_LINE_BYTES:
                 return Rejection(first + offset, "line longer than 1 MiB")
-    if not chunk.isascii():  # ASCII is UTF-8: the common case needs no decoding to be checked
+    ascii = chunk.isascii()
+    if not ascii:  # ASCII is UTF-8: the common case needs no decoding to be checked
         try:
             chunk.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -374,6 +396,10 @@ def parse_ad(chunk: bytes, first: int, picker: AttributePicker | None = None) ->
     if len(chunk) >= MAX_AD_LINES and chunk.count(b"\n") >= MAX_AD_LINES:  # fewer bytes: fewer lines
         return Rejection(first + MAX_AD_LINES, f"ad longer than {MAX_AD_LINES} lines")
     # The fast paths, C-level over the lines: every line `Name = value` (values are stripped when read).
+    if maker is not None and ascii:
+        record = maker.make(chunk, first, site)
+        if record is not None:
+            return record
     if picker is not None:
         ad = picker.pick(chunk)
         if ad is not None:  # every line is `Name = value`

@@ -494,3 +494,129 @@ def test_compiled_picker_refuses_what_is_not_a_name():
     assert picker.pick(b"Owner = 1\nOwner= 2") is None  # not exactly `Name = value`: read line by line
     assert picker.pick(b"\n\n") is None
     assert picker.pick("Owner = 1\nOwneſ = 2".encode()) is None  # a name is ASCII ("ſ" is no "s", even caseless)
+
+
+# The compiled reading of a whole ad to its record (_adlines.RecordMaker) against the reference reading
+# (PICKER.pick, then ad_to_record): the same record, field by field and type by type, or None.
+
+
+def exactly(record: ParsedRecord) -> list:
+    """Every field with its type and repr: ParsedRecord's == takes 1 for 1.0 and -0.0 for 0.0, the digest does not."""
+    import dataclasses
+
+    return [(f.name, type(getattr(record, f.name)), repr(getattr(record, f.name))) for f in dataclasses.fields(record)]
+
+
+def maker_and_reference(chunk: bytes, site: str = "HINT"):
+    """(the maker's record or None, the reference's record or the exception it raised, or None: no ad)."""
+    from ingest.parsers import htcondor_history as history
+
+    made = history.MAKER.make(chunk, 3, site)
+    ad = history.PICKER.pick(chunk)
+    if ad is None:
+        return made, None
+    try:
+        return made, history.ad_to_record(ad, 3, ParseContext(site=site, now=NOW))
+    except Exception as exc:  # noqa: BLE001 - compared below
+        return made, exc
+
+
+def ads_of(data: bytes) -> list[bytes]:
+    import re
+
+    return [chunk for chunk in re.split(rb"(?m)^\*\*\*.*\n?|^[ \t\r]*\n", data) if chunk.strip()]
+
+
+def test_the_maker_reads_every_synthetic_job_ad_like_the_reference(tmp_path):
+    from ingest.synthetic import generate
+
+    manifest = generate(tmp_path, seed=3, scale=0.02, end=NOW, padding=True)
+    made = {"pilot": 0, "payload": 0, "batch": 0}
+    for data_file in manifest.files:
+        if data_file.fmt != "htcondor-history":
+            continue
+        for chunk in ads_of(data_file.path.read_bytes()):
+            record, reference = maker_and_reference(chunk)
+            if record is not None:
+                made[record.kind] += 1
+                assert exactly(record) == exactly(reference)
+            elif data_file.kind != "pilot":
+                raise AssertionError(f"an ordinary job ad was left to the reference: {chunk[:200]!r}")
+    assert made["pilot"] == 0  # a factory's glidein ads are left to the reference
+    assert made["payload"] > 100 and made["batch"] > 10, made
+
+
+def test_parsing_with_the_maker_gives_what_the_reference_gives_on_the_samples_and_corpus(samples_dir):
+    from pathlib import Path
+    from unittest import mock
+
+    from ingest.parsers import htcondor_history as history
+
+    files = sorted(samples_dir.rglob("*history*")) + sorted((Path(__file__).parents[1] / "corpus" / "htcondor").glob("*"))
+    files = [path for path in files if path.is_file()]
+    assert len(files) > 8
+    made = 0
+    for path in files:
+        items = parse(path.read_bytes())
+        with mock.patch.object(history, "MAKER", None):
+            reference = parse(path.read_bytes())
+        assert [exactly(i) if isinstance(i, ParsedRecord) else i for i in items] == [
+            exactly(i) if isinstance(i, ParsedRecord) else i for i in reference
+        ], path
+        made += sum(1 for chunk in ads_of(path.read_bytes()) if history.MAKER.make(chunk, 1, "") is not None)
+    assert made >= 6  # the real Gratia probe samples, at least, take the compiled way
+
+
+MAKER_NAMES = [
+    "GlobalJobId", "RemoteWallClockTime", "CompletionDate", "EnteredCurrentStatus", "MachineAttrCpus0", "RequestCpus",
+    "CpusProvisioned", "MachineAttrMemory0", "RequestMemory", "RequestGPUs", "MachineAttrGPUs0", "ExitBySignal",
+    "ExitSignal", "ExitCode", "ExitStatus", "RemoteUserCpu", "RemoteSysCpu", "x509userproxysubject", "AuthTokenSubject",
+    "x509UserProxyVOName", "AuthTokenGroups", "ProjectName", "Owner", "MachineAttrGLIDEIN_Site0", "GLIDEIN_Site",
+    "MATCH_EXP_JOBGLIDEIN_ResourceName", "MATCH_EXP_JOB_GLIDEIN_Schedd", "MATCH_EXP_JOB_GLIDEIN_ClusterId",
+    "MATCH_EXP_JOB_GLIDEIN_ProcId", "LastRemoteHost", "RemoteHost", "GlideinEntryName", "JobUniverse",
+    "BadputCausedByDraining", "MyType",
+]  # fmt: skip
+TRICKY_VALUES = [
+    "3206.0", "0", "-0", "-0.0", "7", "-7", "7.9", "0.5", "1e3", "1E+3", "1e999", "-1e999", "nan", "inf", "Infinity",
+    " 5", "5 ", "5\r", "1_000", "+.5", "5.", ".", "-", "1e", "2147483648", "1792957485", "1792957485.5", "9e15",
+    "-1792957485", "undefined", "UNDEFINED", "Undefined ", "error", "ERROR", "true", "TRUE", "false", " true",
+    "true\r", '"x"', '""', '" x "', '"a\\"b"', '"', '"/cms,/cms/prod"', '"/"', '"glidein_1_2@host.org"',
+    '"slot1@glidein_12_34@wn.org"', '"5"', '"UNDEFINED"', "ifThenElse(a, 1, 2)", "(1 + 2)", "", "abc", "\x01", "info", "nano", "Inf", "NaN ",
+    "9", "1700003600", "3600.0", "1",
+]  # fmt: skip
+GOOD_START = (
+    'GlobalJobId = "ce.example.org#12.0#1700000000"\nRemoteWallClockTime = 3600.0\nCompletionDate = 1700003600\n'
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.booleans(),
+    st.lists(st.tuples(st.sampled_from(MAKER_NAMES), st.sampled_from(["lower", "upper", "same"]),
+                       st.sampled_from(TRICKY_VALUES) | st.text(alphabet=st.sampled_from(list('0123456789.-e"a/,#@ _')), max_size=8)),
+             max_size=14),
+    st.sampled_from(["HINT", ""]),
+)  # fmt: skip
+def test_fuzz_the_maker_reads_like_the_reference_or_leaves_the_ad_to_it(good_start, lines, site):
+    text = (GOOD_START if good_start else "") + "\n".join(
+        f"{getattr(name, case)() if case != 'same' else name} = {value}" for name, case, value in lines
+    )
+    made, reference = maker_and_reference(text.encode(), site)
+    if made is not None:
+        assert isinstance(reference, ParsedRecord), reference
+        assert exactly(made) == exactly(reference)
+
+
+def test_the_maker_leaves_unusual_ads_to_the_reference():
+    from ingest.parsers import htcondor_history as history
+
+    good = GOOD_START.encode()
+    assert history.MAKER.make(good, 1, "") is not None
+    for unusual in (b"RemoteUserCpu = 1_000", b"Owner = \"a\\\"b\"", b"Owner =  \"x\"", b"ExitBySignal = true ",
+                    b"RemoteSysCpu = nan", b"GlideinEntryName = \"e\"", b"BadputCausedByDraining = 0",
+                    b"RemoteUserCpu = abc", b"CompletionDate = 1e999", b"Owner= \"x\""):  # fmt: skip
+        assert history.MAKER.make(good + unusual, 1, "") is None, unusual
+    assert history.MAKER.make(b"RemoteWallClockTime = 1\nCompletionDate = 2", 1, "") is None  # no GlobalJobId
+    record = history.MAKER.make(good + b"RemoteUserCpu = -0.0\nOwner = UNDEFINED\nRequestCpus = ifThenElse(a, 1, 2)", 1, "S")
+    assert (record.cpu_user_seconds, record.local_user, record.cores, record.site, record.kind) == (0.0, "", 1, "S", "batch")
+    assert repr(record.cpu_user_seconds) == "0.0" and record.resource == "ce.example.org"
