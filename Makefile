@@ -12,8 +12,10 @@ DEMO_ENV := DJANGO_DEBUG=1 DATABASE_URL= REDIS_URL=
 EXT := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 ADLINES := ingest/parsers/_adlines$(EXT)
 HISTORY := ingest/parsers/htcondor_history$(EXT)
+# The loader's record digest, compiled (ingest/services/_record_hash.pyx); without a compiler loader.py's own.
+RECORD_HASH := ingest/services/_record_hash$(EXT)
 
-venv: $(VENV)/.installed $(ADLINES) $(HISTORY)
+venv: $(VENV)/.installed $(ADLINES) $(HISTORY) $(RECORD_HASH)
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -29,6 +31,10 @@ $(ADLINES): ingest/parsers/_adlines.pyx $(VENV)/.installed
 $(HISTORY): ingest/parsers/htcondor_history.py $(VENV)/.installed
 	$(VENV)/bin/cythonize --inplace --force -3 -q -X annotation_typing=False $< >/dev/null || echo "WARNING: $< not compiled (no C compiler or Python headers?): it runs as Python"
 	rm -rf build ingest/parsers/htcondor_history.c
+
+$(RECORD_HASH): ingest/services/_record_hash.pyx $(VENV)/.installed
+	$(VENV)/bin/cythonize --inplace --force -3 -q $< >/dev/null || echo "WARNING: $< not built (no C compiler or Python headers?): records are hashed by loader.py's Python"
+	rm -rf build ingest/services/_record_hash.c
 
 demo: venv
 	env $(DEMO_ENV) $(PY) manage.py migrate --no-input -v0

@@ -48,7 +48,7 @@ def parse_only(path: Path, compiled: bool = True) -> int:
     from ingest.parsers import htcondor_history as history
 
     loops = nullcontext() if compiled else mock.patch.multiple(
-        history, _adlines=None, MAKER=None, PICKER=history.AttributePicker(history.MAPPED_ATTRIBUTES, compiled=False)
+        history, _adlines=None, PICKER=history.AttributePicker(history.MAPPED_ATTRIBUTES, compiled=False)
     )
     with path.open("rb") as handle, loops:
         return sum(1 for item in history.HTCondorHistoryParser().parse(handle, path.name, ParseContext()) if not isinstance(item, Rejection))

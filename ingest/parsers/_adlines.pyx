@@ -245,23 +245,35 @@ cdef bint plain_decimal(const char *text, Py_ssize_t length) noexcept:
     return i == length
 
 
-cdef class RecordMaker(Picker):
-    """`make(chunk, line, site)`: the record of an ordinary job ad (`chunk`: its ASCII text), or None to have
-    the reference read it. See `htcondor_history.ad_to_record` for what each attribute means."""
+cdef Picker RECORD_NAMES = Picker(RECORD_ATTRIBUTES)
+if len(RECORD_NAMES.keys) != ATTRIBUTES:
+    raise ImportError("RECORD_ATTRIBUTES and the Attribute enum disagree")
+
+
+cdef class RecordMaker:
+    """`make(chunk, line)`: the record of an ordinary job ad (`chunk`: its ASCII text), checked, or None to have
+    the reference read it (and reject it, if it must). See `htcondor_history.ad_to_record` for what each
+    attribute means and `base.check_record` for the checks. One maker per parse: it holds the ad it reads."""
 
     cdef Py_ssize_t start_of[<int>ATTRIBUTES]  # where each attribute's value starts in the chunk; -1: absent
     cdef Py_ssize_t length_of[<int>ATTRIBUTES]
     cdef const char *data  # the chunk being read (held by `make`'s caller for the call)
     cdef object record, payload, batch, utc_from_epoch, glidein_host
+    cdef str site
+    cdef double latest_end, earliest_start, max_wall, max_cores, max_memory_mb
+    cdef Py_ssize_t max_key, max_site, max_resource, max_vo, max_project, max_person
 
-    def __init__(self, record, payload, batch, utc_from_epoch, glidein_host):
+    def __init__(self, *, record, payload, batch, utc_from_epoch, glidein_host, str site, double latest_end,
+                 double earliest_start, double max_wall, int max_cores, double max_memory_mb, int max_key, dict name_limits):
         """`record`: the record class (its fields in `ParsedRecord`'s order); `payload`, `batch`: the two kinds;
-        `utc_from_epoch`: epoch seconds to a UTC datetime; `glidein_host`: the glidein name in a remote host."""
-        Picker.__init__(self, RECORD_ATTRIBUTES)
-        if len(self.keys) != ATTRIBUTES:
-            raise ValueError("RECORD_ATTRIBUTES and the Attribute enum disagree")
+        `utc_from_epoch`: epoch seconds to a UTC datetime; `glidein_host`: the glidein name in a remote host;
+        `site`: the site of an ad that names none; the rest: `check_record`'s bounds (epoch seconds for times)."""
         self.record, self.payload, self.batch = record, payload, batch
-        self.utc_from_epoch, self.glidein_host = utc_from_epoch, glidein_host
+        self.utc_from_epoch, self.glidein_host, self.site = utc_from_epoch, glidein_host, site
+        self.latest_end, self.earliest_start, self.max_wall = latest_end, earliest_start, max_wall
+        self.max_cores, self.max_memory_mb, self.max_key = max_cores, max_memory_mb, max_key
+        self.max_site, self.max_resource, self.max_vo = name_limits["site"], name_limits["resource"], name_limits["vo"]
+        self.max_project, self.max_person = name_limits["project"], name_limits["person"]
 
     cdef bint _scan(self, bytes chunk):
         """Find the value of each attribute read (the last of a repeated one); False when a line is not exactly
@@ -288,7 +300,7 @@ cdef class RecordMaker(Picker):
                 name_end += 1
             if name_end + 3 > end or data[name_end] != b" " or data[name_end + 1] != b"=" or data[name_end + 2] != b" ":
                 return False
-            index = self._index(data + start, name_end - start)
+            index = RECORD_NAMES._index(data + start, name_end - start)
             if index:
                 self.start_of[index - 1] = name_end + 3
                 self.length_of[index - 1] = end - name_end - 3
@@ -358,18 +370,17 @@ cdef class RecordMaker(Picker):
                 return True
         return False
 
-    cdef object _seconds(self, int attribute, bint default_zero):
-        """`number(ad, name)` (a float, None when absent or UNDEFINED; `number(...) or 0.0` with
-        `default_zero`); _Unsure where `number` raises (not a number), which the reference reports."""
+    cdef double _seconds(self, int attribute) except? -1:
+        """`number(ad, name) or 0.0`; _Unsure where `number` raises (not a number), which the reference reports."""
         cdef double value
         cdef Reading reading = self._number(attribute, &value)
         if reading == NUMBER:
             if not isfinite(value):
                 raise _Unsure()
-            return value if (value != 0 or not default_zero) else 0.0
+            return value if value != 0 else 0.0  # -0.0 is false too: `or 0.0` makes it 0.0
         if reading == NOT_A_FLOAT:
             raise _Unsure()
-        return 0.0 if default_zero else None
+        return 0.0
 
     cdef bint _is_true(self, int attribute) except *:
         cdef Py_ssize_t length = self.length_of[attribute]
@@ -381,14 +392,14 @@ cdef class RecordMaker(Picker):
             raise _Unsure()
         return same_letters(value, length, b"true", 4)
 
-    def make(self, bytes chunk, Py_ssize_t line, str site):
+    def make(self, bytes chunk, Py_ssize_t line):
         try:
-            return self._make(chunk, line, site)
+            return self._make(chunk, line)
         except (_Unsure, UnicodeDecodeError):  # the parser hands it ASCII ads only; anything else is not read here
             return None
 
-    cdef object _make(self, bytes chunk, Py_ssize_t line, str site):
-        cdef double wall, completion = 0, entered = 0, end_epoch, number
+    cdef object _make(self, bytes chunk, Py_ssize_t line):
+        cdef double wall, completion = 0, entered = 0, end_epoch, number, user_cpu, sys_cpu
         cdef Reading reading
         cdef int attribute
         if not self._scan(chunk):
@@ -414,22 +425,46 @@ cdef class RecordMaker(Picker):
         end_epoch = completion if completion > 0 else entered
         if end_epoch <= 0:
             return None
+        # check_record's bounds, with a second to spare (a record near one is left to the reference, which
+        # accepts or rejects it exactly); a wall time >= 0 also gives start <= end
+        if not (0 <= wall <= self.max_wall and end_epoch < self.latest_end - 1 and end_epoch - wall > self.earliest_start + 1):
+            return None
         try:
             end = self.utc_from_epoch(end_epoch)
             start = self.utc_from_epoch(end_epoch - wall)
         except (OverflowError, OSError, ValueError):
             return None
 
-        cores = int(number) if self._first_number(&number, MACHINE_CPUS, CPUS_PROVISIONED, REQUEST_CPUS) and number >= 1 else 1
-        memory = int(number) if self._first_number(&number, MACHINE_MEMORY, MEMORY_PROVISIONED, REQUEST_MEMORY) and number > 0 else None
-        gpus = int(number) if self._first_number(&number, MACHINE_GPUS, GPUS_PROVISIONED, REQUEST_GPUS) and number > 0 else 0
+        cores = 1
+        if self._first_number(&number, MACHINE_CPUS, CPUS_PROVISIONED, REQUEST_CPUS) and number >= 1:
+            if number >= self.max_cores + 1:
+                return None
+            cores = int(number)
+        memory = None
+        if self._first_number(&number, MACHINE_MEMORY, MEMORY_PROVISIONED, REQUEST_MEMORY) and number > 0:
+            if number >= self.max_memory_mb + 1:
+                return None
+            memory = int(number)
+        gpus = 0
+        if self._first_number(&number, MACHINE_GPUS, GPUS_PROVISIONED, REQUEST_GPUS) and number > 0:
+            if number >= self.max_cores + 1:
+                return None
+            gpus = int(number)
         exit_code = exit_signal = None
         if self._is_true(EXIT_BY_SIGNAL):
-            exit_signal = int(number) if self._first_number(&number, EXIT_SIGNAL) else -1
+            if self._first_number(&number, EXIT_SIGNAL):
+                if not -2147483648.0 <= number < 2147483648.0:
+                    return None
+                exit_signal = int(number)
+            else:
+                exit_signal = -1
         elif self._first_number(&number, EXIT_CODE, EXIT_STATUS) and completion > 0:
+            if not -2147483648.0 <= number < 2147483648.0:
+                return None
             exit_code = int(number)
-        user_cpu = self._seconds(USER_CPU, True)
-        sys_cpu = self._seconds(SYS_CPU, True)
+        user_cpu, sys_cpu = self._seconds(USER_CPU), self._seconds(SYS_CPU)
+        if user_cpu < 0 or sys_cpu < 0:
+            return None
 
         vo = self._text(PROXY_VO)
         if not vo:
@@ -448,9 +483,12 @@ cdef class RecordMaker(Picker):
             kind = self.batch
             if not resource:
                 resource = global_job_id.partition("#")[0]
+        site = self._first_text(MACHINE_SITE, MATCH_SITE, GLIDEIN_SITE) or self.site
+        person, project = self._first_text(PROXY_SUBJECT, TOKEN_SUBJECT), self._text(PROJECT_NAME)
+        if (len(global_job_id) > self.max_key or len(site) > self.max_site or len(resource) > self.max_resource
+                or len(vo) > self.max_vo or len(project) > self.max_project or len(person) > self.max_person):
+            return None
         return self.record(  # ParsedRecord's fields, in their order
             kind, global_job_id, start, end, wall, line, cores, memory, gpus, user_cpu, sys_cpu, exit_code,
-            exit_signal, self._first_text(MACHINE_SITE, MATCH_SITE, GLIDEIN_SITE) or site, resource, vo,
-            self._first_text(PROXY_SUBJECT, TOKEN_SUBJECT), self._text(PROJECT_NAME), self._text(PROXY_FQAN),
-            self._text(OWNER), pilot_ref,
+            exit_signal, site, resource, vo, person, project, self._text(PROXY_FQAN), self._text(OWNER), pilot_ref,
         )

@@ -19,6 +19,7 @@ MAX_LINE_BYTES = 1024 * 1024
 MAX_WALL_SECONDS = 366 * 24 * 3600
 MAX_CORES = 4096
 MAX_MEMORY_MB = 64 * 1024 * 1024  # 64 TB: more than any node
+MAX_KEY_LENGTH = 500  # a job identifier's column width
 # Column widths of the names a record carries (accounting models).
 NAME_LIMITS = {"site": 200, "resource": 255, "vo": 200, "project": 200, "person": 500}
 EARLIEST = datetime(1995, 1, 1, tzinfo=UTC)
@@ -141,7 +142,7 @@ def check_record(record: ParsedRecord, now: datetime) -> None:
         raise RecordInvalid(f"absurd GPU count ({record.gpus})")
     if record.kind not in RECORD_KINDS:
         raise RecordInvalid(f"unknown record kind {record.kind!r}")
-    if not record.natural_key or len(record.natural_key) > 500:
+    if not record.natural_key or len(record.natural_key) > MAX_KEY_LENGTH:
         raise RecordInvalid("missing or over-long job identifier")
     for name, limit in NAME_LIMITS.items():
         if len(getattr(record, name)) > limit:

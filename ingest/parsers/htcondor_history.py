@@ -29,10 +29,11 @@ The two loops over every byte of a history (where ads end; the wanted attributes
 (`_adlines.pyx`, built by `make venv`), about five times faster than the regular expressions below, which
 stay as their definition: tests check that both give the same on the real samples and on random input, and
 the parser uses the expressions when the compiled module is not built. The same module reads an ordinary
-job ad straight to its record (`MAKER`, `_adlines.RecordMaker`: the mapping below, without building the
-{name: value} dict), about half the parser's time per ad; it leaves every ad it cannot read without doubt
-(escapes, padding, expressions where a number is read, startd runs, factory glideins, rejections) to
-`ad_to_record`, and tests check both give the same records, type for type. `make venv` also compiles this
+job ad straight to its checked record (`record_maker`, `_adlines.RecordMaker`: the mapping below and
+`check_record`, without building the {name: value} dict), about half the parser's time per ad; it leaves
+every ad it cannot read without doubt (escapes, padding, expressions where a number is read, startd runs,
+factory glideins, values near or past a bound of check_record) to `ad_to_record` and `check_record`, and
+tests check both give the same records, type for type. `make venv` also compiles this
 module itself with Cython, as it is (about a quarter less time per ad); `ingest.parsers` runs the source
 instead when the compiled file is older than it.
 """
@@ -51,7 +52,14 @@ try:
 except ImportError:  # not built: the regular expressions below give the same, slower
     _adlines = None
 from ingest.parsers.base import (
+    EARLIEST,
+    FUTURE_SLACK,
+    MAX_CORES,
+    MAX_KEY_LENGTH,
     MAX_LINE_BYTES,
+    MAX_MEMORY_MB,
+    MAX_WALL_SECONDS,
+    NAME_LIMITS,
     ParseContext,
     ParsedRecord,
     Parser,
@@ -181,14 +189,9 @@ class HTCondorHistoryParser(Parser):
     def parse(self, stream: BinaryIO, filename: str, context: ParseContext) -> Iterator[ParsedRecord | PilotRuns | Rejection]:
         empty = True
         runs = StartdRuns()
-        for item in iter_ads(stream, PICKER, MAKER, context.site):
+        for item in iter_ads(stream, PICKER, record_maker(context)):
             empty = False
-            if type(item) is ParsedRecord:  # an ordinary job ad, read by the compiled `MAKER`
-                try:
-                    check_record(item, context.now)
-                except RecordInvalid as exc:
-                    yield Rejection(item.line, str(exc))
-                    continue
+            if type(item) is ParsedRecord:  # an ordinary job ad, read and checked by the compiled maker
                 yield item
                 continue
             if isinstance(item, Rejection):
@@ -307,9 +310,22 @@ def _trie(words: list[str]) -> str:
 
 
 PICKER = AttributePicker(MAPPED_ATTRIBUTES)
-# The compiled reading of an ordinary job ad, straight to its record (`_adlines.RecordMaker`): what
-# `ad_to_record(PICKER.pick(chunk), ...)` gives, without the dict, for the ads it can read without doubt.
-MAKER = _adlines.RecordMaker(ParsedRecord, RecordKind.PAYLOAD, RecordKind.BATCH, utc_from_epoch, GLIDEIN_HOST) if _adlines else None
+MAKER_BOUNDS = {
+    "earliest_start": EARLIEST.timestamp(), "max_wall": MAX_WALL_SECONDS, "max_cores": MAX_CORES,
+    "max_memory_mb": MAX_MEMORY_MB, "max_key": MAX_KEY_LENGTH, "name_limits": NAME_LIMITS,
+}  # fmt: skip
+
+
+def record_maker(context: ParseContext):
+    """The compiled reading of ordinary job ads straight to their checked records for one parse
+    (`_adlines.RecordMaker`): what `ad_to_record(PICKER.pick(chunk), ...)` and `check_record` give, without
+    the dict, for the ads it reads without doubt; None when the module is not built."""
+    if _adlines is None:
+        return None
+    return _adlines.RecordMaker(
+        record=ParsedRecord, payload=RecordKind.PAYLOAD, batch=RecordKind.BATCH, utc_from_epoch=utc_from_epoch,
+        glidein_host=GLIDEIN_HOST, site=context.site, latest_end=(context.now + FUTURE_SLACK).timestamp(), **MAKER_BOUNDS,
+    )  # fmt: skip
 
 
 def separator_spans(buffer: bytes) -> Iterator[tuple[int, int, int]]:
@@ -328,11 +344,11 @@ def _separator_spans(buffer: bytes) -> Iterator[tuple[int, int, int]]:
 
 
 def iter_ads(
-    stream: BinaryIO, picker: AttributePicker | None = None, maker=None, site: str = ""
+    stream: BinaryIO, picker: AttributePicker | None = None, maker=None
 ) -> Iterator[tuple[int, dict[str, str]] | ParsedRecord | Rejection]:
     """Split a history stream into ads: (first line, {lower-case name: raw value text}); with a `picker`,
-    only the attributes it names; with a `maker` (`MAKER`), the record of each ordinary job ad instead (see
-    `parse_ad`), `site` being the record's site when the ad names none.
+    only the attributes it names; with a `maker` (`record_maker`), the checked record of each ordinary job ad
+    instead (see `parse_ad`).
 
     An ad ends at a `***` banner line, a blank line or the end of the file. An ad with an unreadable line
     (not `Name = value`, not UTF-8, over 1 MiB) is rejected whole, naming that line. The stream is read in
@@ -357,10 +373,10 @@ def iter_ads(
                 if skipping:
                     skipping = False
                 else:
-                    yield parse_ad(buffer[position + 1 : start], newlines + upto, picker, maker, site)
+                    yield parse_ad(buffer[position + 1 : start], newlines + upto, picker, maker)
             position, upto = end, before + 2  # the newlines that start and end the separator line
         if at_end and position < len(buffer) and buffer[position:].strip() and not skipping:
-            yield parse_ad(buffer[position + 1 :], newlines + upto, picker, maker, site)
+            yield parse_ad(buffer[position + 1 :], newlines + upto, picker, maker)
             return
         newlines += upto - (buffer[position : position + 1] == b"\n")
         buffer = buffer[position:]
@@ -374,13 +390,13 @@ def iter_ads(
 
 
 def parse_ad(
-    chunk: bytes, first: int, picker: AttributePicker | None = None, maker=None, site: str = ""
+    chunk: bytes, first: int, picker: AttributePicker | None = None, maker=None
 ) -> tuple[int, dict[str, str]] | ParsedRecord | Rejection:
     """One ad's text to {lower-case name: raw value}; a Rejection naming the first unreadable line.
 
     With a `picker` only the attributes it names are kept; one pass checks every line and finds the wanted
     ones, so that no Python code runs per line. With a `maker`, an ASCII ad it reads without doubt becomes its
-    record at once (`ad_to_record`'s, unchecked); any other ad is read as without it."""
+    record at once (`ad_to_record`'s, which passed `check_record`); any other ad is read as without it."""
     if len(chunk) > MAX_LINE_BYTES:
         for offset, raw in enumerate(chunk.split(b"\n")):
             if len(raw) > MAX_LINE_BYTES:
@@ -397,7 +413,7 @@ def parse_ad(
         return Rejection(first + MAX_AD_LINES, f"ad longer than {MAX_AD_LINES} lines")
     # The fast paths, C-level over the lines: every line `Name = value` (values are stripped when read).
     if maker is not None and ascii:
-        record = maker.make(chunk, first, site)
+        record = maker.make(chunk, first)
         if record is not None:
             return record
     if picker is not None:

@@ -508,15 +508,19 @@ def exactly(record: ParsedRecord) -> list:
 
 
 def maker_and_reference(chunk: bytes, site: str = "HINT"):
-    """(the maker's record or None, the reference's record or the exception it raised, or None: no ad)."""
+    """(the maker's record or None, the reference's checked record or the exception it raised, or None: no ad)."""
     from ingest.parsers import htcondor_history as history
+    from ingest.parsers.base import check_record
 
-    made = history.MAKER.make(chunk, 3, site)
+    context = ParseContext(site=site, now=NOW)
+    made = history.record_maker(context).make(chunk, 3)
     ad = history.PICKER.pick(chunk)
     if ad is None:
         return made, None
     try:
-        return made, history.ad_to_record(ad, 3, ParseContext(site=site, now=NOW))
+        record = history.ad_to_record(ad, 3, context)
+        check_record(record, NOW)
+        return made, record
     except Exception as exc:  # noqa: BLE001 - compared below
         return made, exc
 
@@ -558,12 +562,12 @@ def test_parsing_with_the_maker_gives_what_the_reference_gives_on_the_samples_an
     made = 0
     for path in files:
         items = parse(path.read_bytes())
-        with mock.patch.object(history, "MAKER", None):
+        with mock.patch.object(history, "record_maker", lambda context: None):
             reference = parse(path.read_bytes())
         assert [exactly(i) if isinstance(i, ParsedRecord) else i for i in items] == [
             exactly(i) if isinstance(i, ParsedRecord) else i for i in reference
         ], path
-        made += sum(1 for chunk in ads_of(path.read_bytes()) if history.MAKER.make(chunk, 1, "") is not None)
+        made += sum(1 for chunk in ads_of(path.read_bytes()) if history.record_maker(CONTEXT).make(chunk, 1) is not None)
     assert made >= 6  # the real Gratia probe samples, at least, take the compiled way
 
 
@@ -583,6 +587,10 @@ TRICKY_VALUES = [
     "true\r", '"x"', '""', '" x "', '"a\\"b"', '"', '"/cms,/cms/prod"', '"/"', '"glidein_1_2@host.org"',
     '"slot1@glidein_12_34@wn.org"', '"5"', '"UNDEFINED"', "ifThenElse(a, 1, 2)", "(1 + 2)", "", "abc", "\x01", "info", "nano", "Inf", "NaN ",
     "9", "1700003600", "3600.0", "1",
+    # near check_record's bounds: cores, GPUs and memory; exit codes; a year of wall time; now + 1 day; 1995
+    "4096", "4096.5", "4097", "67108864", "67108865", "2147483647", "2147483648.5", "-2147483648", "-2147483649",
+    "31622400", "31622401", "1795305599", "1795305600", "1795305601", "788918400", "788918401", "788918402",
+    '"' + "x" * 201 + '"', '"' + "x" * 256 + '"', '"' + "x" * 501 + '"',
 ]  # fmt: skip
 GOOD_START = (
     'GlobalJobId = "ce.example.org#12.0#1700000000"\nRemoteWallClockTime = 3600.0\nCompletionDate = 1700003600\n'
@@ -610,13 +618,18 @@ def test_fuzz_the_maker_reads_like_the_reference_or_leaves_the_ad_to_it(good_sta
 def test_the_maker_leaves_unusual_ads_to_the_reference():
     from ingest.parsers import htcondor_history as history
 
+    maker = history.record_maker(CONTEXT)
     good = GOOD_START.encode()
-    assert history.MAKER.make(good, 1, "") is not None
+    assert maker.make(good, 1) is not None
     for unusual in (b"RemoteUserCpu = 1_000", b"Owner = \"a\\\"b\"", b"Owner =  \"x\"", b"ExitBySignal = true ",
                     b"RemoteSysCpu = nan", b"GlideinEntryName = \"e\"", b"BadputCausedByDraining = 0",
                     b"RemoteUserCpu = abc", b"CompletionDate = 1e999", b"Owner= \"x\""):  # fmt: skip
-        assert history.MAKER.make(good + unusual, 1, "") is None, unusual
-    assert history.MAKER.make(b"RemoteWallClockTime = 1\nCompletionDate = 2", 1, "") is None  # no GlobalJobId
-    record = history.MAKER.make(good + b"RemoteUserCpu = -0.0\nOwner = UNDEFINED\nRequestCpus = ifThenElse(a, 1, 2)", 1, "S")
+        assert maker.make(good + unusual, 1) is None, unusual
+    assert maker.make(b"RemoteWallClockTime = 1\nCompletionDate = 2", 1) is None  # no GlobalJobId
+    for near_a_bound in (b"RequestCpus = 4097", b"CompletionDate = 1795305600", b"RemoteWallClockTime = -1"):
+        assert maker.make(good + near_a_bound, 1) is None, near_a_bound  # the reference checks and rejects
+    record = history.record_maker(ParseContext(site="S", now=NOW)).make(
+        good + b"RemoteUserCpu = -0.0\nOwner = UNDEFINED\nRequestCpus = ifThenElse(a, 1, 2)", 1
+    )
     assert (record.cpu_user_seconds, record.local_user, record.cores, record.site, record.kind) == (0.0, "", 1, "S", "batch")
     assert repr(record.cpu_user_seconds) == "0.0" and record.resource == "ce.example.org"

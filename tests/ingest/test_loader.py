@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accounting.choices import RecordKind
 from accounting.models import PilotJobRun, UsageRecord
 from ingest.parsers.base import ParsedRecord, PilotInfo
 from ingest.services.loader import RecordLoader
@@ -99,15 +100,48 @@ def test_a_batch_with_one_stored_job_at_its_end_is_upserted_whole_without_double
 
 def test_record_hash_text_never_changes():
     """Stored in every row: a new hash for the same record would make every re-send count as a change."""
-    from ingest.services.loader import record_hash
+    from ingest.services.loader import python_record_hash, record_hash
 
     payload = ParsedRecord(kind="payload", natural_key="ap#1.0#1", start=T0, end=T0.replace(hour=9), wall_seconds=3600.0,
                            cores=2, memory_mb=4000, cpu_user_seconds=12.5, exit_code=0, site="MWT2", resource="MWT2_UC",
                            vo="osg", person="/CN=A", project="P", fqan="/osg", local_user="a", pilot_ref="s#1.0")  # fmt: skip
     glidein = ParsedRecord(kind="pilot", natural_key="s#1.0", start=T0, end=T0.replace(hour=9), wall_seconds=3600.0, cores=8,
                            pilot=PilotInfo(cores=8, entry="E", validation_seconds=3.0), extra={"stats": {}, "glidein_exit_code": 0})  # fmt: skip
-    assert record_hash(payload) == "3bf78dccde635e5b07b6618467fdeac2036eec56"
-    assert record_hash(glidein) == "82282e401d78f75e42aa6faae29dd901e92cd247"
+    for digest in (record_hash, python_record_hash):  # compiled and Python
+        assert digest(payload) == "3bf78dccde635e5b07b6618467fdeac2036eec56"
+        assert digest(glidein) == "82282e401d78f75e42aa6faae29dd901e92cd247"
+
+
+def test_the_compiled_record_hash_is_built():
+    from ingest.services import loader
+
+    assert loader._record_hash is not None, "ingest/services/_record_hash.pyx is not built: run `make venv`"
+    assert loader.record_hash is not loader.python_record_hash
+
+
+ANY_TIME = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+    timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=-5)), None]),
+).flatmap(lambda moment: st.sampled_from([moment, moment.replace(fold=1), moment.replace(microsecond=0),
+                                          moment.replace(second=0, microsecond=0)]))  # fmt: skip
+NUMBER = st.none() | st.integers(-(2**70), 2**70) | st.floats() | st.booleans()
+TEXT = st.text(max_size=12) | st.sampled_from(["", "'", '"', "\\", "é", "\x1f", "a\nb"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from([*RecordKind, "payload", "pilot", "other"]), st.text(max_size=30), ANY_TIME, ANY_TIME, NUMBER,
+    st.lists(NUMBER, min_size=8, max_size=8), st.lists(TEXT, min_size=8, max_size=8),
+    st.none() | st.builds(PilotInfo, glidein_name=TEXT, frontend_client=TEXT, entry=TEXT, cores=NUMBER,
+                          memory_mb=NUMBER, gpus=NUMBER, validation_seconds=NUMBER, condor_started=NUMBER,
+                          condor_seconds=NUMBER, claims=NUMBER),
+    st.dictionaries(st.text(max_size=4), NUMBER | TEXT | st.lists(NUMBER, max_size=2), max_size=3),
+)  # fmt: skip
+def test_fuzz_the_compiled_record_hash_is_the_python_one(kind, key, start, end, wall, numbers, texts, pilot_info, extra):
+    from ingest.services.loader import python_record_hash, record_hash
+
+    record = ParsedRecord(kind, key, start, end, wall, *numbers, *texts, pilot=pilot_info, extra=extra)
+    assert record_hash(record) == python_record_hash(record)
 
 
 @settings(max_examples=200, deadline=None)
