@@ -46,11 +46,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from accounting.choices import RecordKind
-
-try:
-    from ingest.parsers import _adlines
-except ImportError:  # not built: the regular expressions below give the same, slower
-    _adlines = None
+from ingest.compiled import current
 from ingest.parsers.base import (
     EARLIEST,
     FUTURE_SLACK,
@@ -71,6 +67,7 @@ from ingest.parsers.base import (
     utc_from_epoch,
 )
 
+_adlines = current("ingest.parsers._adlines")  # None when not built (or stale): the regular expressions below give the same
 ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")  # used with .match: anchored at both ends
 NAME_LINES = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?:\n[A-Za-z_][A-Za-z0-9_.]*)*")
 PARTITION = operator.methodcaller("partition", " = ")

@@ -1,0 +1,52 @@
+"""Compiled modules older than their `.pyx` are not used: their Python references run instead (ingest.compiled)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("compiled", "probe"),
+    [
+        ("ingest.parsers._adlines", "import ingest.parsers.htcondor_history as h; print(h._adlines is None, h.PICKER.compiled is None)"),
+        ("ingest.services._record_hash", "import ingest.services.loader as l; print(l._record_hash is None, l.record_hash is l.python_record_hash)"),
+    ],
+)  # fmt: skip
+def test_a_compiled_module_older_than_its_pyx_is_not_used(compiled, probe):
+    import importlib
+
+    module = importlib.import_module(compiled)
+    built = Path(module.__file__)
+    source = built.with_name(compiled.rpartition(".")[2] + ".pyx")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    run = lambda: subprocess.run([sys.executable, "-c", f"import django; django.setup(); {probe}"], capture_output=True,  # noqa: E731
+                                 text=True, check=True, cwd=ROOT, env=env)  # fmt: skip
+    assert run().stdout.split() == ["False", "False"]  # built and current: used
+    times = built.stat()
+    try:
+        os.utime(built, (times.st_atime, source.stat().st_mtime - 10))
+        stale = run()
+    finally:
+        os.utime(built, (times.st_atime, times.st_mtime))
+    assert stale.stdout.split() == ["True", "True"]
+    assert f"older than {source.name}" in stale.stderr and "make venv" in stale.stderr
+
+
+def test_the_parser_reads_the_same_without_its_compiled_module():
+    """What runs when the module is stale or not built: the references, which the other tests compare too."""
+    import io
+    from unittest import mock
+
+    from ingest.parsers import ParseContext
+    from ingest.parsers import htcondor_history as history
+    from tests.ingest.test_htcondor_history import PAYLOAD, exactly
+
+    compiled = list(history.HTCondorHistoryParser().parse(io.BytesIO(PAYLOAD.encode()), "h", ParseContext()))
+    with mock.patch.multiple(history, _adlines=None, PICKER=history.AttributePicker(history.MAPPED_ATTRIBUTES)):
+        reference = list(history.HTCondorHistoryParser().parse(io.BytesIO(PAYLOAD.encode()), "h", ParseContext()))
+    assert history.PICKER.compiled is not None and len(compiled) == 1
+    assert [exactly(r) for r in compiled] == [exactly(r) for r in reference]
