@@ -1,10 +1,12 @@
 # cython: language_level=3
-"""The two hot loops of the `htcondor-history` parser, compiled: where ads end, and the wanted attributes of
-one ad. Each gives exactly what the pure-Python reference in `htcondor_history` gives (tests compare both
-on the real samples and on random input), about ten times faster; anything unusual is left to the reference.
+"""The hot paths of the `htcondor-history` parser, compiled: where ads end, the wanted attributes of one ad,
+and an ordinary job ad read straight to its checked record. Each gives exactly what the pure-Python reference
+in `htcondor_history` gives (tests compare both on the real samples and on random input), several times
+faster; anything unusual is left to the reference.
 
 Hostile input: every read below is at an index the loop has just compared with the length of the bytes object
-it reads, so no read leaves it; nothing is written but Python objects.
+it reads, so no read leaves it; nothing is written but Python objects, the maker's per-attribute offsets and
+a number's text into a 64-byte buffer (only when it is shorter).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -160,10 +162,10 @@ cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept
 # ---------------------------------------------------------------------------------------------------------
 # The whole of an ordinary job ad to its record, in one pass and without the {name: value} dict: what
 # `htcondor_history.ad_to_record(PICKER.pick(chunk), line, context)` gives, for the ads it can read without
-# doubt. Anything else (a line that is not exactly `Name = value`, an escaped or padded value, a number
-# float() would read differently, an ad ad_to_record rejects, a factory's glidein ad, a startd's run) gets
-# None, and the parser then reads that ad the reference way. Tests compare both on the real samples and on
-# random ads built to hit every branch.
+# doubt, with `check_record`'s checks. Anything else (a line that is not exactly `Name = value`, an escaped or
+# padded value, a number float() would read differently, an ad ad_to_record rejects, a value near or past a
+# bound of check_record, a factory's glidein ad, a startd's run) gets None, and the parser then reads that ad
+# the reference way. Tests compare both on the real samples and on random ads built to hit every branch.
 
 cdef extern from "Python.h":
     double PyOS_string_to_double(const char *s, char **endptr, void *overflow_exception) except? -1.0

@@ -294,6 +294,22 @@ def test_picked_attributes_cover_everything_the_mapping_reads(text):
         assert len(reads.asked) > 10  # the recording works
 
 
+@pytest.mark.parametrize("text", [PAYLOAD, PAYLOAD.replace("ExitBySignal = false", "ExitBySignal = true"),
+                                  PAYLOAD.replace("MATCH_EXP_JOB_GLIDEIN", "X").replace("MachineAttr", "Y"),
+                                  PAYLOAD.replace("x509", "X").replace("ExitCode", "ExitStatus")])  # fmt: skip
+def test_the_maker_reads_everything_the_mapping_of_a_job_ad_reads(text):
+    """An attribute ad_to_record reads and the compiled maker does not would make the two disagree."""
+    from ingest.parsers import _adlines
+    from ingest.parsers.htcondor_history import ad_to_record, iter_ads
+
+    ((line, ad),) = list(iter_ads(io.BytesIO(text.encode())))
+    reads = _Reads(ad)
+    reads.asked = set()
+    ad_to_record(reads, line, CONTEXT)
+    assert reads.asked <= {name.lower() for name in _adlines.RECORD_ATTRIBUTES}
+    assert len(reads.asked) > 10  # the recording works
+
+
 def picked_and_full(data: bytes) -> tuple[list, list]:
     from ingest.parsers.htcondor_history import PICKER, iter_ads
 
