@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncMonth, TruncQuarter, TruncWeek, TruncYear
 
 from accounting.choices import Category, RecordKind
@@ -53,7 +53,7 @@ def _pilots_overlapping(first: date, last: date, span: timedelta | None = None) 
     lo, hi = day_start(first), day_start(last + timedelta(days=1))
     pilots = UsageRecord.objects.counted().filter(kind=RecordKind.PILOT)
     if span is None:
-        span = UsageRecord.objects.aggregate(span=Max(F("end") - F("start")))["span"] or timedelta(0)
+        span = UsageRecord.objects.longest_span()
     bounds = {"lo": lo, "hi": hi, "earliest": lo - span}
     return bounds, pilots.filter(start__lt=hi, start__gte=lo - span, end__gte=lo)
 

@@ -17,7 +17,7 @@ from accounting.choices import BENCHMARK_TO_HS06, RecordKind
 from accounting.models import VO, BenchmarkFactor, DailyUsage, Frontend, Project, Resource, SummaryRun, UsageRecord
 from accounting.services.categories import rebuild_categories
 from accounting.services.refine import Mappings, Rec, day_start, pilot_day_excess, summarize
-from accounting.services.summary_sql import longest_record, pilot_day_excess_sql, rebuild_chunk_sql
+from accounting.services.summary_sql import pilot_day_excess_sql, rebuild_chunk_sql
 
 logger = logging.getLogger(__name__)
 CHUNK_DAYS = 31  # per statement on SQLite (Python engine, records in memory)
@@ -149,7 +149,7 @@ def _tune_transaction() -> timedelta | None:
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
         cursor.execute("SET LOCAL work_mem = '64MB'")
-        return longest_record(cursor)
+    return UsageRecord.objects.longest_span()
 
 
 def _rebuild_chunk(first: date, last: date, mappings: Mappings | None, span: timedelta | None = None) -> int:

@@ -9,6 +9,7 @@ from datetime import date, timedelta
 
 from django.db import connection
 
+from accounting.models import UsageRecord
 from accounting.services.refine import day_start
 
 # Step 1: the records of the range, the payloads' links to their pilots and the records' day parts, in
@@ -211,16 +212,10 @@ ORDER BY l.day DESC, l.load - COALESCE(own.units, 0) DESC, p.natural_key
 """
 
 
-def longest_record(cursor) -> timedelta:
-    """The longest record's span: a record overlapping a day started at most that long before it."""
-    cursor.execute("SELECT max(\"end\" - start) FROM accounting_usagerecord")
-    return cursor.fetchone()[0] or timedelta(0)
-
-
 def _prepare(cursor, first: date, last: date, span: timedelta | None = None) -> None:
     """The records of the days and their day parts and pilot links, in temp tables (see PREPARE)."""
     lo, hi = day_start(first), day_start(last + timedelta(days=1))
-    span = longest_record(cursor) if span is None else span
+    span = UsageRecord.objects.longest_span() if span is None else span
     params = {"first": first, "last": last, "lo": lo, "hi": hi, "earliest": lo - span}
     for statement in PREPARE:
         cursor.execute(statement, params)
