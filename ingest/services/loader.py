@@ -119,9 +119,13 @@ class DimensionCache:
         self.ids: dict[str, dict[str, int]] = {name: {} for name in DIMENSIONS}
 
     def resolve(self, records: list[ParsedRecord]) -> None:
+        self.resolve_names(names_of(records))
+
+    def resolve_names(self, names: dict[str, set[str]]) -> None:
+        """Make sure every name of `names` ({dimension: names}, see `names_of`) has an id."""
         for attr, model in DIMENSIONS.items():
             known = self.ids[attr]
-            missing = set(map(operator.attrgetter(attr), records)) - known.keys() - {""}
+            missing = names[attr] - known.keys()
             if not missing:
                 continue
             known.update(model.objects.filter(name__in=missing).names())
@@ -134,6 +138,44 @@ class DimensionCache:
         return self.ids[attr].get(name) if name else None
 
 
+def names_of(records: list[ParsedRecord]) -> dict[str, set[str]]:
+    """{dimension: the names `records` carry in it}, without ""."""
+    return {attr: set(map(operator.attrgetter(attr), records)) - {""} for attr in DIMENSIONS}
+
+
+@dataclass
+class Batch:
+    """A batch of records as the writer thread takes it. What takes no database is done before, by `prepare`
+    on the parsing thread: while the writer runs Python, PostgreSQL waits for it."""
+
+    latest: dict[str, tuple[ParsedRecord, str, str]]  # natural key -> (record, file, digest): its last send
+    duplicates: int  # identical re-sends within the batch
+    updated: int  # changed re-sends within the batch
+    names: dict[str, set[str]]  # `names_of` the latest records
+    pilot_keys: list[str]  # the latest records with pilot details or job runs to write beside them
+    first_day: date | None  # the days the latest records touch
+    last_day: date | None
+
+
+def prepare(batch: list[tuple[ParsedRecord, str, str]]) -> Batch:
+    """Within a batch a later send of the same job replaces an earlier one."""
+    latest: dict[str, tuple[ParsedRecord, str, str]] = {}
+    duplicates = updated = 0
+    for record, filename, digest in batch:
+        previous = latest.get(record.natural_key)
+        if previous is not None and previous[2] == digest:
+            duplicates += 1
+            continue
+        if previous is not None:
+            updated += 1
+        latest[record.natural_key] = (record, filename, digest)
+    records = [record for record, _, _ in latest.values()]
+    days = LoadCounts()
+    days.touch_all(records)
+    pilot_keys = [record.natural_key for record in records if record.pilot is not None or "runs" in record.extra]
+    return Batch(latest, duplicates, updated, names_of(records), pilot_keys, days.first_day, days.last_day)
+
+
 @dataclass
 class LoadCounts:
     inserted: int = 0
@@ -144,7 +186,9 @@ class LoadCounts:
     per_batch: list[int] = field(default_factory=list)
 
     def touch(self, start: datetime, end: datetime) -> None:
-        first, last = days_between(start, end)
+        self.touch_days(*days_between(start, end))
+
+    def touch_days(self, first: date, last: date) -> None:
         self.first_day = first if self.first_day is None else min(self.first_day, first)
         self.last_day = last if self.last_day is None else max(self.last_day, last)
 
@@ -215,26 +259,25 @@ class RecordLoader:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
-        self.run(self._write_batch, batch)
+        self.run(self._write_batch, prepare(batch))
 
-    def _write_batch(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
+    def _write_batch(self, batch: Batch) -> None:
         with transaction.atomic():
+            if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
+                # The batch's own transaction does not wait for its WAL to reach the disk: the bundle's final
+                # update commits synchronously, which flushes every batch before it; a crash before that
+                # leaves the bundle unfinished, and its ingest runs again (idempotent).
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit = off")
             self._write(batch)
 
-    def _write(self, batch: list[tuple[ParsedRecord, str, str]]) -> None:
-        # Within a batch a later send of the same job replaces an earlier one.
-        latest: dict[str, tuple[ParsedRecord, str, str]] = {}
-        for record, filename, digest in batch:
-            previous = latest.get(record.natural_key)
-            if previous is not None and previous[2] == digest:
-                self.counts.duplicates += 1
-                continue
-            if previous is not None:
-                self.counts.updated += 1
-            latest[record.natural_key] = (record, filename, digest)
-        self.dimensions.resolve([record for record, _, _ in latest.values()])
+    def _write(self, batch: Batch) -> None:
+        self.counts.duplicates += batch.duplicates
+        self.counts.updated += batch.updated
+        latest = batch.latest
+        self.dimensions.resolve_names(batch.names)
         upsert = self._upsert_copy if connection.vendor == "postgresql" else self._upsert_orm
-        pks = upsert(latest)
+        pks = upsert(batch)
         pilots = {key: latest[key][0].pilot for key in pks if latest[key][0].pilot is not None}
         if pilots:
             metrics = {key: {k: v for k, v in latest[key][0].extra.items() if k != "runs"} for key in pilots}
@@ -243,15 +286,16 @@ class RecordLoader:
         if runs:
             self._write_runs(runs, pks)
 
-    def _upsert_copy(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int | None]:
+    def _upsert_copy(self, batch: Batch) -> dict[str, int | None]:
         """PostgreSQL: COPY a batch of new jobs straight into the table (`_insert_new`); any other batch into a
         staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
-        Returns {natural key: id} of the rows inserted or changed."""
+        Returns {natural key: id} of the rows inserted or changed (that need it: see `_insert_new`)."""
         now = timezone.now()
-        pks = self._insert_new(latest, now)
+        pks = self._insert_new(batch, now)
         if pks is not None:
             return pks
+        latest = batch.latest
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
@@ -282,14 +326,15 @@ class RecordLoader:
             self.counts.touch(record.start, record.end)
         return {key: pk for pk, key, _ in written}
 
-    def _insert_new(self, latest: dict[str, tuple[ParsedRecord, str, str]], now: datetime) -> dict[str, int] | None:
+    def _insert_new(self, batch: Batch, now: datetime) -> dict[str, int] | None:
         """COPY the batch straight into the records table, in a savepoint: the common case of a new file, without
         the staging table, the join and the speculative inserts of the upsert. None, with nothing written, when
         one of its jobs is stored already (by an earlier file, an earlier attempt at this bundle or another
         worker right now): the unique index refuses it at the first such row, so little work is lost.
 
-        Returns {natural key: id} like the upsert, with the ids looked up only for the rows that need them
-        (pilots: their details and job runs); None for the others."""
+        Returns {natural key: id} of the rows that need it (pilots: their details and job runs), with nothing
+        else to do per row after the COPY: `prepare` did it on the parsing thread."""
+        latest, pilots = batch.latest, batch.pilot_keys
         with connection.cursor() as cursor:
             try:
                 types = self._column_types(cursor)
@@ -299,14 +344,14 @@ class RecordLoader:
                         copy.write_row(self._values(record, filename, digest, now))
             except (IntegrityError, UniqueViolation):
                 return None
-            pilots = [key for key, (record, _, _) in latest.items() if record.pilot is not None or "runs" in record.extra]
             ids = {}
             if pilots:
                 cursor.execute("SELECT natural_key, id FROM accounting_usagerecord WHERE natural_key = ANY(%s)", [pilots])
                 ids = dict(cursor.fetchall())
         self.counts.inserted += len(latest)
-        self.counts.touch_all([record for record, _, _ in latest.values()])
-        return {key: ids.get(key) for key in latest}
+        if batch.first_day is not None:
+            self.counts.touch_days(batch.first_day, batch.last_day)
+        return {key: ids.get(key) for key in pilots}
 
     def _column_types(self, cursor) -> list[int]:
         """The type oids of STAGE_COLUMNS in the records table (the staging table has the same), for binary COPY."""
@@ -316,8 +361,9 @@ class RecordLoader:
             self.column_types = [oids[name] for name in STAGE_COLUMNS]
         return self.column_types
 
-    def _upsert_orm(self, latest: dict[str, tuple[ParsedRecord, str, str]]) -> dict[str, int]:
+    def _upsert_orm(self, batch: Batch) -> dict[str, int]:
         """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""
+        latest = batch.latest
         existing = {
             key: (pk, digest, start, end, bundle_id, source)
             for key, pk, digest, start, end, bundle_id, source in UsageRecord.objects.filter(

@@ -61,7 +61,7 @@ def test_a_failed_batch_write_fails_the_ingest_and_keeps_the_batches_before_it(t
     calls = []
 
     def second_batch_fails(self, batch):
-        calls.append(len(batch))
+        calls.append(len(batch.latest))
         if len(calls) == 2:
             raise RuntimeError("connection lost")
         written(self, batch)
