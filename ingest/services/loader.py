@@ -20,6 +20,7 @@ from accounting.choices import RecordKind
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
 from ingest.compiled import current
 from ingest.parsers.base import ParsedRecord, PilotRuns
+from ingest.services.pipeline import unflushed_transaction
 
 _record_hash = current("ingest.services._record_hash")  # None when not built (or stale): python_record_hash, the same
 
@@ -262,13 +263,7 @@ class RecordLoader:
         self.run(self._write_batch, prepare(batch))
 
     def _write_batch(self, batch: Batch) -> None:
-        with transaction.atomic():
-            if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
-                # The batch's own transaction does not wait for its WAL to reach the disk: the bundle's final
-                # update commits synchronously, which flushes every batch before it; a crash before that
-                # leaves the bundle unfinished, and its ingest runs again (idempotent).
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit = off")
+        with unflushed_transaction():
             self._write(batch)
 
     def _write(self, batch: Batch) -> None:

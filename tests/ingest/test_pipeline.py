@@ -107,3 +107,23 @@ def test_switch_interval_and_garbage_collection_are_tuned_while_writing_and_rest
         assert gc.get_freeze_count() > 0  # gc.unfreeze() would have made it 0
     finally:
         gc.unfreeze()
+
+
+def synchronous_commit() -> str:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connections["default"].vendor != "postgresql", reason="PostgreSQL setting")
+def test_batches_and_progress_commit_without_a_flush_but_never_a_callers_transaction():
+    from django.db import transaction
+
+    from ingest.services.pipeline import unflushed_transaction
+
+    with unflushed_transaction():  # an ingest's batch or progress, in its own transaction
+        assert synchronous_commit() == "off"
+    assert synchronous_commit() == "on"  # SET LOCAL: the bundle's final update flushes them all
+    with transaction.atomic(), unflushed_transaction():  # inside someone else's transaction: left alone
+        assert synchronous_commit() == "on"
