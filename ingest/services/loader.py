@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -138,6 +138,10 @@ class DimensionCache:
     def id(self, attr: str, name: str) -> int | None:
         return self.ids[attr].get(name) if name else None
 
+    def knows(self, names: dict[str, set[str]]) -> bool:
+        """Whether every name of `names` has an id (read from the parsing thread: ids are only ever added)."""
+        return all(names[attr] <= self.ids[attr].keys() for attr in DIMENSIONS)
+
 
 def names_of(records: list[ParsedRecord]) -> dict[str, set[str]]:
     """{dimension: the names `records` carry in it}, without ""."""
@@ -156,6 +160,8 @@ class Batch:
     pilot_keys: list[str]  # the latest records with pilot details or job runs to write beside them
     first_day: date | None  # the days the latest records touch
     last_day: date | None
+    rows: list[tuple] | None = None  # the rows of `latest`, when every name had an id already (`RecordLoader.flush`)
+    now: datetime | None = None  # their `created` and `updated`
 
 
 def prepare(batch: list[tuple[ParsedRecord, str, str]]) -> Batch:
@@ -260,7 +266,11 @@ class RecordLoader:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
-        self.run(self._write_batch, prepare(batch))
+        prepared = prepare(batch)
+        if self.dimensions.knows(prepared.names):  # the usual case after the first batches: rows built here too
+            prepared.now = timezone.now()
+            prepared.rows = [self._values(record, filename, digest, prepared.now) for record, filename, digest in prepared.latest.values()]
+        self.run(self._write_batch, prepared)
 
     def _write_batch(self, batch: Batch) -> None:
         with unflushed_transaction():
@@ -286,7 +296,7 @@ class RecordLoader:
         staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
         Returns {natural key: id} of the rows inserted or changed (that need it: see `_insert_new`)."""
-        now = timezone.now()
+        now = batch.now or timezone.now()
         pks = self._insert_new(batch, now)
         if pks is not None:
             return pks
@@ -296,8 +306,8 @@ class RecordLoader:
             cursor.execute("TRUNCATE gl_stage")
             with cursor.cursor.copy(COPY_STAGE) as copy:
                 copy.set_types(self._column_types(cursor))
-                for record, filename, digest in latest.values():
-                    copy.write_row(self._values(record, filename, digest, now))
+                for row in self._rows(batch, now):
+                    copy.write_row(row)
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
             # written by an earlier attempt at it (a worker killed half-way): they count as inserted.
             cursor.execute(
@@ -335,8 +345,8 @@ class RecordLoader:
                 types = self._column_types(cursor)
                 with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
                     copy.set_types(types)
-                    for record, filename, digest in latest.values():
-                        copy.write_row(self._values(record, filename, digest, now))
+                    for row in self._rows(batch, now):
+                        copy.write_row(row)
             except (IntegrityError, UniqueViolation):
                 return None
             ids = {}
@@ -396,6 +406,12 @@ class RecordLoader:
         if updates:
             UsageRecord.objects.bulk_update(updates, UPDATE_FIELDS)
         return {row.natural_key: row.pk for row in inserts + updates}
+
+    def _rows(self, batch: Batch, now: datetime) -> Iterable[tuple]:
+        """The rows of the batch's records (built by `flush` when it could, else here)."""
+        if batch.rows is not None:
+            return batch.rows
+        return (self._values(record, filename, digest, now) for record, filename, digest in batch.latest.values())
 
     def _values(self, record: ParsedRecord, filename: str, digest: str, now) -> tuple:
         """The row of a record, in STAGE_COLUMNS order."""

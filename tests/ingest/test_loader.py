@@ -177,3 +177,20 @@ def test_the_record_digest_never_changes():
     pilot.extra["validation"] = 3
     assert record_hash(payload) == "e5b127b91e9d3f887fce662e9278efa1d70d2205"
     assert record_hash(pilot) == "d889126d5266f9bc16e0454a11762b162539a7e6"
+
+
+def test_rows_are_built_before_the_writer_once_every_name_of_the_batch_has_an_id():
+    sent = []
+
+    def run(work, batch):
+        sent.append(batch)
+        work(batch)
+
+    loader = RecordLoader(None, "test", run=run)
+    for key, site in (("a", "S1"), ("b", "S1"), ("c", "S2")):
+        loader.add(ParsedRecord(kind="batch", natural_key=key, start=T0, end=T0 + timedelta(hours=1), wall_seconds=3600.0,
+                                site=site, vo="osg"), "f")  # fmt: skip
+        loader.flush()
+    assert [batch.rows is not None for batch in sent] == [False, True, False]  # S2 was new: the writer built it
+    sites = dict(UsageRecord.objects.values_list("natural_key", "site__name"))
+    assert sites == {"a": "S1", "b": "S1", "c": "S2"} and loader.counts.inserted == 3
