@@ -165,7 +165,8 @@ class Batch:
 
 
 def prepare(batch: list[tuple[ParsedRecord, str, str]]) -> Batch:
-    """Within a batch a later send of the same job replaces an earlier one."""
+    """The batch as the writer takes it (see Batch), on the parsing thread. Within a batch a later send of the
+    same job replaces an earlier one."""
     latest: dict[str, tuple[ParsedRecord, str, str]] = {}
     duplicates = updated = 0
     for record, filename, digest in batch:
