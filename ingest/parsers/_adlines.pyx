@@ -126,21 +126,13 @@ cdef class Picker:
         cdef const char *data = PyBytes_AS_STRING(chunk)
         cdef Py_ssize_t size = PyBytes_GET_SIZE(chunk)
         cdef Py_ssize_t start = 0, end, name_end
-        cdef const char *found
         while size > 0 and data[size - 1] == b"\n":
             size -= 1
         if size == 0:
             return None
         ad = {}
         while True:
-            found = <const char *>memchr(data + start, b"\n", size - start)
-            end = (found - data) if found != NULL else size
-            if start >= end or not is_name_start(data[start]):
-                return None
-            name_end = start + 1
-            while name_end < end and CLASS[<unsigned char>data[name_end]] != 0:
-                name_end += 1
-            if name_end + 3 > end or data[name_end] != b" " or data[name_end + 1] != b"=" or data[name_end + 2] != b" ":
+            if not read_line(data, size, start, &end, &name_end):
                 return None
             key = self._key(data + start, name_end - start)
             if key is not None:
@@ -148,6 +140,22 @@ cdef class Picker:
             if end >= size:
                 return ad
             start = end + 1
+
+
+cdef inline bint read_line(const char *data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t *end, Py_ssize_t *name_end) noexcept:
+    """Whether the line at `start` (to `end`: its newline, or `size`) is exactly `Name = value`: a name of ASCII
+    letters, digits, `_` and `.`, not starting with a digit or `.`, up to `name_end`; the value from
+    name_end + 3. The one definition of a readable line for `Picker.pick` and `RecordMaker`."""
+    cdef const char *found = <const char *>memchr(data + start, b"\n", size - start)
+    cdef Py_ssize_t stop = (found - data) if found != NULL else size
+    cdef Py_ssize_t at = start + 1
+    end[0] = stop
+    if start >= stop or not is_name_start(data[start]):
+        return False
+    while at < stop and CLASS[<unsigned char>data[at]] != 0:
+        at += 1
+    name_end[0] = at
+    return at + 3 <= stop and data[at] == b" " and data[at + 1] == b"=" and data[at + 2] == b" "
 
 
 cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept:
@@ -283,7 +291,6 @@ cdef class RecordMaker:
         cdef const char *data = PyBytes_AS_STRING(chunk)
         cdef Py_ssize_t size = PyBytes_GET_SIZE(chunk)
         cdef Py_ssize_t start = 0, end, name_end
-        cdef const char *found
         cdef int index
         for index in range(ATTRIBUTES):
             self.start_of[index] = -1
@@ -293,14 +300,7 @@ cdef class RecordMaker:
         if size == 0:
             return False
         while True:
-            found = <const char *>memchr(data + start, b"\n", size - start)
-            end = (found - data) if found != NULL else size
-            if start >= end or not is_name_start(data[start]):
-                return False
-            name_end = start + 1
-            while name_end < end and CLASS[<unsigned char>data[name_end]] != 0:
-                name_end += 1
-            if name_end + 3 > end or data[name_end] != b" " or data[name_end + 1] != b"=" or data[name_end + 2] != b" ":
+            if not read_line(data, size, start, &end, &name_end):
                 return False
             index = RECORD_NAMES._index(data + start, name_end - start)
             if index:
