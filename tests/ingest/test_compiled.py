@@ -9,6 +9,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def run_with_an_older_build(built: Path, source: Path, probe: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """`probe` run in a fresh Python as built, then with `built` made older than `source` (restored after)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    run = lambda: subprocess.run([sys.executable, "-c", f"import django; django.setup(); {probe}"], capture_output=True,  # noqa: E731
+                                 text=True, check=True, cwd=ROOT, env=env)  # fmt: skip
+    current = run()
+    times = built.stat()
+    try:
+        os.utime(built, (times.st_atime, source.stat().st_mtime - 10))
+        return current, run()
+    finally:
+        os.utime(built, (times.st_atime, times.st_mtime))
+
+
 @pytest.mark.parametrize(
     ("compiled", "probe"),
     [
@@ -19,21 +33,23 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_compiled_module_older_than_its_pyx_is_not_used(compiled, probe):
     import importlib
 
-    module = importlib.import_module(compiled)
-    built = Path(module.__file__)
-    source = built.with_name(compiled.rpartition(".")[2] + ".pyx")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings"}
-    run = lambda: subprocess.run([sys.executable, "-c", f"import django; django.setup(); {probe}"], capture_output=True,  # noqa: E731
-                                 text=True, check=True, cwd=ROOT, env=env)  # fmt: skip
-    assert run().stdout.split() == ["False", "False"]  # built and current: used
-    times = built.stat()
-    try:
-        os.utime(built, (times.st_atime, source.stat().st_mtime - 10))
-        stale = run()
-    finally:
-        os.utime(built, (times.st_atime, times.st_mtime))
+    built = Path(importlib.import_module(compiled).__file__)
+    current, stale = run_with_an_older_build(built, built.with_name(compiled.rpartition(".")[2] + ".pyx"), probe)
+    assert current.stdout.split() == ["False", "False"]  # built and current: used
     assert stale.stdout.split() == ["True", "True"]
-    assert f"older than {source.name}" in stale.stderr and "make venv" in stale.stderr
+    assert f"older than {compiled.rpartition('.')[2]}.pyx" in stale.stderr and "make venv" in stale.stderr
+
+
+def test_a_compiled_module_older_than_its_python_source_is_not_run():
+    """Python prefers the compiled htcondor_history to its .py; after an edit without `make venv` the source runs."""
+    from ingest.parsers import htcondor_history
+
+    built = Path(htcondor_history.__file__)
+    source = built.with_name("htcondor_history.py")
+    current, stale = run_with_an_older_build(built, source, "import ingest.parsers.htcondor_history as h; print(h.__file__)")
+    assert current.stdout.strip() == str(built)
+    assert stale.stdout.strip() == str(source)
+    assert "older than htcondor_history.py" in stale.stderr and "make venv" in stale.stderr
 
 
 def test_the_parser_reads_the_same_without_its_compiled_module():
