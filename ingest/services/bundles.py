@@ -16,7 +16,7 @@ from ingest.parsers import DETECT_BYTES, ParseContext, ParsedRecord, PilotRuns, 
 from ingest.services import store
 from ingest.services.loader import RecordLoader, Run, call
 from ingest.services.members import ArchiveRejected, Member, close_archives, open_member, plan
-from ingest.services.pipeline import Writer, unflushed_transaction
+from ingest.services.pipeline import Writer, unflushed_commits
 from ingest.services.side_loader import SideLoader, handles
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,8 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
     )  # fmt: skip
     BundleError.objects.filter(bundle_id=bundle_id).delete()
     bundle.refresh_from_db()
-    with Writer() as writer:  # the database work of the loop, on a second thread while this one parses
+    # the database work of the loop, on a second thread while this one parses, its commits not flushed one by one
+    with unflushed_commits(), Writer() as writer:
         errors = _ErrorSink(bundle, writer.submit)
         formats: list[str] = []
         loaders: dict[str, RecordLoader | SideLoader] = {}
@@ -266,15 +267,14 @@ def mark_failed(bundle_id: int, message: str) -> None:
 def _save_progress(bundle: Bundle, read: int, rejected: int, loaders: list, position: int) -> None:
     """Counts so far (run on the writer thread after the batches before it, so its counts are up to date)."""
     counts = [loader.counts for loader in loaders]
-    with unflushed_transaction():  # a count on the way: the final update is the one made durable
-        Bundle.objects.filter(pk=bundle.pk).update(
-            records_read=read,
-            records_inserted=sum(c.inserted for c in counts),
-            records_updated=sum(c.updated for c in counts),
-            duplicates=sum(c.duplicates for c in counts),
-            rejected=rejected,
-            bytes_done=min(position, bundle.size_bytes),
-        )
+    Bundle.objects.filter(pk=bundle.pk).update(
+        records_read=read,
+        records_inserted=sum(c.inserted for c in counts),
+        records_updated=sum(c.updated for c in counts),
+        duplicates=sum(c.duplicates for c in counts),
+        rejected=rejected,
+        bytes_done=min(position, bundle.size_bytes),
+    )
 
 
 class _Rewound:

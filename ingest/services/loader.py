@@ -20,7 +20,6 @@ from accounting.choices import RecordKind
 from accounting.models import VO, Person, PilotDetails, PilotJobRun, Project, Resource, Site, UsageRecord
 from ingest.compiled import current
 from ingest.parsers.base import ParsedRecord, PilotRuns
-from ingest.services.pipeline import unflushed_transaction
 
 _record_hash = current("ingest.services._record_hash")  # None when not built (or stale): python_record_hash, the same
 
@@ -274,7 +273,7 @@ class RecordLoader:
         self.run(self._write_batch, prepared)
 
     def _write_batch(self, batch: Batch) -> None:
-        with unflushed_transaction():
+        with transaction.atomic():
             self._write(batch)
 
     def _write(self, batch: Batch) -> None:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, connection, connections
 
 DEPTH = 2
 # After each reply from PostgreSQL the writer thread waits for the GIL, which the parsing thread gives up only
@@ -127,14 +127,23 @@ class Writer:
 
 
 @contextmanager
-def unflushed_transaction():
-    """A transaction whose commit does not wait for its WAL to reach the disk (PostgreSQL's synchronous_commit
-    off; when it is the outermost one), for an ingest's batches and progress: each used to wait ~10 ms for a
-    flush while PostgreSQL had nothing else to do. The bundle's final update commits synchronously, which
-    flushes all WAL before it; a crash before that leaves the bundle unfinished, and its ingest runs again
-    (idempotent)."""
-    with transaction.atomic():
-        if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit = off")
+def unflushed_commits():
+    """While an ingest writes (PostgreSQL): its batches and progress commit without waiting for their WAL to
+    reach the disk (synchronous_commit off for the session). Each used to wait ~10 ms for a flush, and its
+    BEGIN + SET LOCAL for the GIL, while PostgreSQL had nothing else to do. The setting is back before the
+    bundle's final update, which commits synchronously and so flushes every batch before it; a crash before
+    that leaves the bundle unfinished, and its ingest runs again (idempotent). Inside a caller's own
+    transaction nothing changes."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
         yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = off")
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
+        except (DatabaseError, InterfaceError):
+            pass  # the connection is gone, and its session with it

@@ -117,13 +117,18 @@ def synchronous_commit() -> str:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connections["default"].vendor != "postgresql", reason="PostgreSQL setting")
-def test_batches_and_progress_commit_without_a_flush_but_never_a_callers_transaction():
+def test_an_ingest_commits_without_flushes_but_never_a_callers_transaction():
     from django.db import transaction
 
-    from ingest.services.pipeline import unflushed_transaction
+    from ingest.services.pipeline import unflushed_commits
 
-    with unflushed_transaction():  # an ingest's batch or progress, in its own transaction
+    with unflushed_commits():  # an ingest's batches and progress
         assert synchronous_commit() == "off"
-    assert synchronous_commit() == "on"  # SET LOCAL: the bundle's final update flushes them all
-    with transaction.atomic(), unflushed_transaction():  # inside someone else's transaction: left alone
+        with transaction.atomic():
+            assert synchronous_commit() == "off"
+    assert synchronous_commit() == "on"  # back before the bundle's final update, which flushes them all
+    with transaction.atomic(), unflushed_commits():  # inside someone else's transaction: left alone
         assert synchronous_commit() == "on"
+    with pytest.raises(RuntimeError), unflushed_commits():  # a failed ingest puts it back too
+        raise RuntimeError("batch failed")
+    assert synchronous_commit() == "on"
