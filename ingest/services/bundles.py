@@ -297,6 +297,14 @@ class _Rewound:
         self.position += len(line)
         return line
 
+    def readinto(self, buffer) -> int:
+        """Into `buffer` (a writable memoryview): the history parser reads its blocks so, into one buffer."""
+        count = self._head.readinto(buffer)
+        if count == 0:
+            count = self._stream.readinto(buffer) or 0
+        self.position += count
+        return count
+
     def read(self, size: int = -1) -> bytes:
         data = self._head.read(size)
         if size < 0:

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.django_db
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SECONDS = 10.0
-TRACED_BYTES = 16 * 1024**2  # the HTCondor parser alone reads 8 MiB blocks
+TRACED_BYTES = 16 * 1024**2  # the HTCondor parser reads 1 MiB blocks into a buffer of 2 MiB (more only while an ad is longer)
 RSS_BYTES = 200 * 1024**2
 MiB = 1024**2
 # Absolute member names in the corpus archives point here; nothing may ever appear there.

@@ -458,7 +458,11 @@ def test_fuzz_compiled_separators_are_the_regular_expressions(data):
     from ingest.parsers import _adlines
     from ingest.parsers.htcondor_history import SEPARATOR
 
-    assert list(_adlines.separator_spans(data)) == [(*m.span(), data.count(b"\n", 0, m.start())) for m in SEPARATOR.finditer(data)]
+    assert list(_adlines.separator_spans(data, len(data))) == [(*m.span(), data.count(b"\n", 0, m.start())) for m in SEPARATOR.finditer(data)]
+    size = len(data) // 2  # a buffer read only in part: the separators of its first `size` bytes, the end there too
+    assert list(_adlines.separator_spans(bytearray(data), size)) == [
+        (*m.span(), data.count(b"\n", 0, m.start())) for m in SEPARATOR.finditer(data, 0, size)
+    ]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -604,6 +608,34 @@ def test_fuzz_the_maker_reads_like_the_reference_or_leaves_the_ad_to_it(good_sta
     if made is not None:
         assert isinstance(reference, ParsedRecord), reference
         assert exactly(made) == exactly(reference)
+
+
+HALF_MICROSECONDS = st.integers(min_value=0, max_value=8_000_000_000_000_000).map(lambda n: n / 2_000_000)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(min_value=0, max_value=253402300798.0) | HALF_MICROSECONDS)
+def test_the_makers_utc_times_are_pythons_to_the_microsecond(epoch):
+    """The maker's own epoch -> UTC datetime against `datetime.fromtimestamp(epoch, tz=UTC)` (base.utc_from_epoch),
+    which rounds to the microsecond half to even: equal, with the same repr, zone object and fold."""
+    from ingest.parsers import _adlines
+    from ingest.parsers.base import utc_from_epoch
+
+    made, reference = _adlines.utc_from_epoch(epoch), utc_from_epoch(epoch)
+    assert (made, repr(made), made.tzinfo is reference.tzinfo, made.fold) == (reference, repr(reference), True, 0)
+
+
+def test_the_makers_utc_times_on_calendar_edges():
+    from ingest.parsers import _adlines
+
+    utc = timezone.utc
+    assert _adlines.utc_from_epoch(951782400.0) == datetime(2000, 2, 29, tzinfo=utc)  # a leap day of a 400-year
+    assert _adlines.utc_from_epoch(4107542399.0) == datetime(2100, 2, 28, 23, 59, 59, tzinfo=utc)  # 2100: no leap day
+    assert _adlines.utc_from_epoch(1704067199.9999996) == datetime(2024, 1, 1, tzinfo=utc)  # rounds up over the year
+    assert _adlines.utc_from_epoch(0.0) == datetime(1970, 1, 1, tzinfo=utc)
+    for outside in (-1.0, math.inf, math.nan, 253402300800.0):
+        with pytest.raises(ValueError):
+            _adlines.utc_from_epoch(outside)
 
 
 def test_the_maker_leaves_unusual_ads_to_the_reference():
