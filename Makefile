@@ -14,8 +14,10 @@ ADLINES := ingest/parsers/_adlines$(EXT)
 HISTORY := ingest/parsers/htcondor_history$(EXT)
 # The loader's record digest, compiled (ingest/services/_record_hash.pyx); without a compiler loader.py's own.
 RECORD_HASH := ingest/services/_record_hash$(EXT)
+# A batch of records as binary COPY data (ingest/services/_copy_rows.pyx); without a compiler psycopg writes their rows.
+COPY_ROWS := ingest/services/_copy_rows$(EXT)
 
-venv: $(VENV)/.installed $(ADLINES) $(HISTORY) $(RECORD_HASH)
+venv: $(VENV)/.installed $(ADLINES) $(HISTORY) $(RECORD_HASH) $(COPY_ROWS)
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -35,6 +37,10 @@ $(HISTORY): ingest/parsers/htcondor_history.py $(VENV)/.installed
 $(RECORD_HASH): ingest/services/_record_hash.pyx $(VENV)/.installed
 	$(VENV)/bin/cythonize --inplace --force -3 -q $< >/dev/null || echo "WARNING: $< not built (no C compiler or Python headers?): records are hashed by loader.py's Python"
 	rm -rf build ingest/services/_record_hash.c
+
+$(COPY_ROWS): ingest/services/_copy_rows.pyx $(VENV)/.installed
+	$(VENV)/bin/cythonize --inplace --force -3 -q $< >/dev/null || echo "WARNING: $< not built (no C compiler or Python headers?): psycopg writes the loader's rows one by one"
+	rm -rf build ingest/services/_copy_rows.c
 
 demo: venv
 	env $(DEMO_ENV) $(PY) manage.py migrate --no-input -v0

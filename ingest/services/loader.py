@@ -22,6 +22,7 @@ from ingest.compiled import current
 from ingest.parsers.base import ParsedRecord, PilotRuns
 
 _record_hash = current("ingest.services._record_hash")  # None when not built (or stale): python_record_hash, the same
+_copy_rows = current("ingest.services._copy_rows")  # None when not built (or stale): `_values` rows through psycopg
 
 # Records per batch (one COPY, one transaction). 5,000 gave 20-35 % more ads/s than 2,000 on the bench (fewer
 # statements and commits per record, for both processes), for ~10 MB per batch of parsed records in memory.
@@ -159,8 +160,11 @@ class Batch:
     pilot_keys: list[str]  # the latest records with pilot details or job runs to write beside them
     first_day: date | None  # the days the latest records touch
     last_day: date | None
-    rows: list[tuple] | None = None  # the rows of `latest`, when every name had an id already (`RecordLoader.flush`)
-    now: datetime | None = None  # their `created` and `updated`
+    # When every name had an id already (`RecordLoader.flush`): the binary COPY data of `latest` or, when it could
+    # not be written so, its rows; with their `created` and `updated`.
+    data: bytes | None = None
+    rows: list[tuple] | None = None
+    now: datetime | None = None
 
 
 def prepare(batch: list[tuple[ParsedRecord, str, str]]) -> Batch:
@@ -222,6 +226,7 @@ class RecordLoader:
         self.run = run  # how a batch's write is run: at once, or queued on the ingest's writer thread
         self.dimensions = DimensionCache()
         self.column_types: list[int] | None = None
+        self.copy_rows = None  # `_copy_rows.CopyRows` once the table's column types are known to be what it writes
         self.counts = LoadCounts()
         self.buffer: list[tuple[ParsedRecord, str, str]] = []  # (record, file, record_hash)
         self.pending_runs: list[tuple[PilotRuns, str]] = []  # standalone startd histories: attached at the end
@@ -269,7 +274,9 @@ class RecordLoader:
         prepared = prepare(batch)
         if self.dimensions.knows(prepared.names):  # the usual case after the first batches: rows built here too
             prepared.now = timezone.now()
-            prepared.rows = [self._values(record, filename, digest, prepared.now) for record, filename, digest in prepared.latest.values()]
+            prepared.data = self._copy_data(prepared, prepared.now)
+            if prepared.data is None:
+                prepared.rows = [self._values(record, filename, digest, prepared.now) for record, filename, digest in prepared.latest.values()]
         self.run(self._write_batch, prepared)
 
     def _write_batch(self, batch: Batch) -> None:
@@ -304,10 +311,9 @@ class RecordLoader:
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
+            types = self._column_types(cursor)
             with cursor.cursor.copy(COPY_STAGE) as copy:
-                copy.set_types(self._column_types(cursor))
-                for row in self._rows(batch, now):
-                    copy.write_row(row)
+                self._send(copy, types, batch, now)
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
             # written by an earlier attempt at it (a worker killed half-way): they count as inserted.
             cursor.execute(
@@ -344,9 +350,7 @@ class RecordLoader:
             try:
                 types = self._column_types(cursor)
                 with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
-                    copy.set_types(types)
-                    for row in self._rows(batch, now):
-                        copy.write_row(row)
+                    self._send(copy, types, batch, now)
             except (IntegrityError, UniqueViolation):
                 return None
             ids = {}
@@ -359,12 +363,33 @@ class RecordLoader:
         return {key: ids.get(key) for key in pilots}
 
     def _column_types(self, cursor) -> list[int]:
-        """The type oids of STAGE_COLUMNS in the records table (the staging table has the same), for binary COPY."""
+        """The type oids of STAGE_COLUMNS in the records table (the staging table has the same), for binary COPY;
+        when they are those `_copy_rows` writes, batches are written by it from then on."""
         if self.column_types is None:
             cursor.execute(COLUMN_TYPES)
             oids = dict(cursor.fetchall())
             self.column_types = [oids[name] for name in STAGE_COLUMNS]
+            if _copy_rows is not None and tuple(self.column_types) == _copy_rows.COLUMN_TYPES:
+                self.copy_rows = _copy_rows.CopyRows(self.source_format, self.bundle_id)
         return self.column_types
+
+    def _copy_data(self, batch: Batch, now: datetime) -> bytes | None:
+        """The batch as binary COPY data (`_copy_rows`), or None: not built, types not known yet, or a value it
+        does not write exactly as psycopg does (then `_values` rows are written instead)."""
+        if self.copy_rows is None:
+            return None
+        return self.copy_rows.rows(batch.latest.values(), self.dimensions.ids, now)
+
+    def _send(self, copy, types: list[int], batch: Batch, now: datetime) -> None:
+        """The batch into a binary COPY (`types`: `_column_types`, read before the COPY began): its COPY data
+        (built by `flush`, else here) when there is one, else its rows, one by one through psycopg."""
+        data = batch.data if batch.data is not None else self._copy_data(batch, now)
+        if data is not None:
+            copy.write(memoryview(data))  # sent in slices of the one buffer, without copies
+            return
+        copy.set_types(types)
+        for row in self._rows(batch, now):
+            copy.write_row(row)
 
     def _upsert_orm(self, batch: Batch) -> dict[str, int]:
         """Any database (SQLite for the demo): the same decisions as `_upsert_copy`, through the ORM."""
@@ -408,7 +433,8 @@ class RecordLoader:
         return {row.natural_key: row.pk for row in inserts + updates}
 
     def _rows(self, batch: Batch, now: datetime) -> Iterable[tuple]:
-        """The rows of the batch's records (built by `flush` when it could, else here)."""
+        """The rows of the batch's records (built by `flush` when it could, else here): what `_copy_rows` writes
+        as binary COPY data, for psycopg to write when it cannot."""
         if batch.rows is not None:
             return batch.rows
         return (self._values(record, filename, digest, now) for record, filename, digest in batch.latest.values())

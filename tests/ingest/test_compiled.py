@@ -28,6 +28,7 @@ def run_with_an_older_build(built: Path, source: Path, probe: str) -> tuple[subp
     [
         ("ingest.parsers._adlines", "import ingest.parsers.htcondor_history as h; print(h._adlines is None, h.PICKER.compiled is None)"),
         ("ingest.services._record_hash", "import ingest.services.loader as l; print(l._record_hash is None, l.record_hash is l.python_record_hash)"),
+        ("ingest.services._copy_rows", "import ingest.services.loader as l; print(l._copy_rows is None, not hasattr(l._copy_rows, 'CopyRows'))"),
     ],
 )  # fmt: skip
 def test_a_compiled_module_older_than_its_pyx_is_not_used(compiled, probe):

@@ -119,6 +119,13 @@ def test_the_compiled_record_hash_is_built():
     assert loader.record_hash is not loader.python_record_hash
 
 
+def test_the_compiled_copy_rows_is_built():
+    from ingest.services import loader
+
+    assert loader._copy_rows is not None, "ingest/services/_copy_rows.pyx is not built: run `make venv`"
+    assert len(loader._copy_rows.COLUMN_TYPES) == len(loader.STAGE_COLUMNS)
+
+
 ANY_TIME = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
     timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=-5)), None]),
@@ -191,6 +198,7 @@ def test_rows_are_built_before_the_writer_once_every_name_of_the_batch_has_an_id
         loader.add(ParsedRecord(kind="batch", natural_key=key, start=T0, end=T0 + timedelta(hours=1), wall_seconds=3600.0,
                                 site=site, vo="osg"), "f")  # fmt: skip
         loader.flush()
-    assert [batch.rows is not None for batch in sent] == [False, True, False]  # S2 was new: the writer built it
+    built = [batch.data is not None or batch.rows is not None for batch in sent]  # COPY data (compiled), else rows
+    assert built == [False, True, False]  # S2 was new: the writer built it
     sites = dict(UsageRecord.objects.values_list("natural_key", "site__name"))
     assert sites == {"a": "S1", "b": "S1", "c": "S2"} and loader.counts.inserted == 3
