@@ -188,3 +188,28 @@ def test_a_second_delivery_leaves_a_running_ingest_alone(bundle_store, write):
         assert not UsageRecord.objects.exists()
         other.execute("SELECT pg_advisory_unlock(%s, %s)", [BUNDLE_LOCK_CLASS, bundle.pk])  # that worker is done
     assert ingest_bundle(bundle.pk).records_inserted == 1
+
+
+def test_progress_reaches_the_bar_every_5000_records_and_the_bundle_at_most_once_a_second(tmp_path, monkeypatch):
+    """The command line's bar hears of every 5,000 records; the bundle's row (its page, the API) is saved at the
+    first of them and then at most once a second (a fake clock: 0.3 s per 5,000 records)."""
+    from ingest.services import bundles
+
+    clock = [100.0]
+    monkeypatch.setattr(bundles.time, "monotonic", lambda: clock[0])
+    saved = []
+    save = bundles._save_progress
+    monkeypatch.setattr(bundles, "_save_progress", lambda bundle, read, *rest: (saved.append(read), save(bundle, read, *rest)))
+    bar = []
+
+    def progress(done: int, total: int) -> None:
+        bar.append((done, total))
+        clock[0] += 0.3
+
+    path = tmp_path / "history"
+    path.write_text(history(*[(n, 3600, 1, 1700000000 + n) for n in range(30_000)]))
+    bundle = create_bundle_from_path(path)
+    bundle = ingest_bundle(bundle.pk, progress)
+    assert saved == [5000, 25000]  # 0.0 s, then 1.2 s: 0.3, 0.6 and 0.9 s were too soon
+    assert len(bar) == 7 and [done for done, _ in bar] == sorted(done for done, _ in bar)
+    assert bar[-1] == (bundle.size_bytes, bundle.size_bytes) and bundle.records_read == 30_000

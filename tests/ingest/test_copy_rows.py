@@ -114,3 +114,33 @@ def test_the_records_table_has_the_column_types_it_writes_and_a_batch_it_cannot_
     stored = {row.natural_key: row for row in UsageRecord.objects.all()}
     assert (stored["ap#1.0#1"].start, stored["ap#1.0#1"].fqan, stored["ap#1.0#1"].site.name) == (start, "é" * 500, "MWT2")
     assert (stored["ap#2.0#1"].start, stored["ap#2.0#1"].wall_seconds) == (start, 7200.0)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="binary COPY")
+def test_new_jobs_go_in_one_copy_of_their_own_and_a_batch_with_a_stored_job_is_upserted(monkeypatch):
+    """Outside any transaction a batch of new jobs is one COPY in autocommit (`_copy_alone`); when one of its
+    jobs is stored already that COPY writes nothing and the batch is upserted; inside a caller's transaction
+    the batch is written in it, the usual way."""
+    from django.db import transaction
+
+    alone = []
+    copy_alone = RecordLoader._copy_alone
+    monkeypatch.setattr(RecordLoader, "_copy_alone", lambda self, batch: (alone.append(len(batch.latest)), copy_alone(self, batch)))
+    start = datetime(2024, 3, 10, 8, tzinfo=timezone.utc)
+
+    def load(*numbers: int) -> RecordLoader:
+        loader = RecordLoader(None, "htcondor-history", batch_size=2)
+        for n in numbers:
+            loader.add(ParsedRecord("payload", f"ap#{n}.0#1", start, start + timedelta(hours=n), n * 3600.0), "f")
+        loader.flush()
+        return loader
+
+    first = load(1, 2, 3, 4)  # the first batch learns the table's column types, the usual way
+    assert alone == [2] and (first.counts.inserted, first.counts.first_day) == (4, start.date())
+    again = load(5, 6, 4, 7)  # 4 is stored: the second batch's COPY fails whole; the upsert stores 7, counts 4 once
+    assert alone == [2, 2] and (again.counts.inserted, again.counts.duplicates) == (3, 1)
+    assert sorted(UsageRecord.objects.values_list("wall_seconds", flat=True)) == [n * 3600.0 for n in range(1, 8)]
+    with transaction.atomic():
+        inside = load(8, 9, 10, 11)
+    assert alone == [2, 2] and inside.counts.inserted == 4 and UsageRecord.objects.count() == 11

@@ -186,6 +186,17 @@ def test_the_record_digest_never_changes():
     assert record_hash(pilot) == "d889126d5266f9bc16e0454a11762b162539a7e6"
 
 
+def test_the_first_batch_is_small_so_that_the_database_starts_sooner():
+    from ingest.services.loader import BATCH_SIZE, FIRST_BATCH_SIZE
+
+    sizes = []
+    loader = RecordLoader(None, "test", run=lambda work, batch: (sizes.append(len(batch.latest)), work(batch)))
+    for n in range(FIRST_BATCH_SIZE + BATCH_SIZE + 7):
+        loader.add(job(f"ap#{n}.0#1"), "f")
+    loader.flush()
+    assert sizes == [FIRST_BATCH_SIZE, BATCH_SIZE, 7] and UsageRecord.objects.count() == sum(sizes)
+
+
 def test_rows_are_built_before_the_writer_once_every_name_of_the_batch_has_an_id():
     sent = []
 
