@@ -5,6 +5,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connections, models
 
 from accounting.choices import RecordKind
+from accounting.models.fields import IdentifierField
 
 
 class UsageRecordQuerySet(models.QuerySet):
@@ -41,14 +42,17 @@ class UsageRecord(models.Model):
     # No index of its own: three values, and every query by kind also names a time range, a key or a pilot
     # link, which have theirs; one index less to write per record made an ingest's COPY ~8 % cheaper.
     kind = models.CharField(max_length=8, choices=RecordKind.choices)
-    natural_key = models.CharField(max_length=500, unique=True)
+    natural_key = IdentifierField(max_length=500, unique=True)
     record_hash = models.CharField(max_length=40)
     source_format = models.CharField(max_length=32)
     # The six references are checked by PostgreSQL once per statement, not once per row (migration 0009):
     # the same integrity as a foreign key (referenced rows locked, deletes of referenced rows refused) at a
     # tenth of the cost per row of a bulk load. Django's on_delete still applies in the ORM.
+    # Records of one bundle are written together, so their bundle ids follow the table's order on disk: on
+    # PostgreSQL a BRIN index (migration 0014) finds them, at a tiny fraction of a B-tree's cost per record.
     bundle = models.ForeignKey(
-        "ingest.Bundle", null=True, blank=True, on_delete=models.SET_NULL, related_name="records", db_constraint=False
+        "ingest.Bundle", null=True, blank=True, on_delete=models.SET_NULL, related_name="records", db_constraint=False,
+        db_index=False,
     )
     source_file = models.CharField(max_length=500, blank=True)
     source_line = models.PositiveIntegerField(null=True, blank=True)
@@ -60,7 +64,7 @@ class UsageRecord(models.Model):
     project = models.ForeignKey("accounting.Project", null=True, blank=True, on_delete=models.PROTECT, db_constraint=False)
     fqan = models.CharField("FQAN", max_length=500, blank=True)
     local_user = models.CharField(max_length=200, blank=True)
-    pilot_ref = models.CharField(max_length=500, blank=True, db_index=True, help_text="pilot id the payload carries")
+    pilot_ref = IdentifierField(max_length=500, blank=True, db_index=True, help_text="pilot id the payload carries")
 
     start = models.DateTimeField(db_index=True)
     end = models.DateTimeField(db_index=True)
