@@ -16,6 +16,9 @@ cdef enum:
     SLOTS = 256  # open-addressing table of the wanted names (a power of two, at least 4x their number)
 
 
+# FNV-1a, over lower-cased attribute names (`hash_name`, `read_line`)
+cdef unsigned int FNV_BASIS = 2166136261U
+cdef unsigned int FNV_PRIME = 16777619U
 cdef unsigned char CLASS[256]  # 2: may start a name (ASCII letter, "_"); 1: may follow (also digit, "."); 0: neither
 cdef unsigned char LOWER[256]
 for _c in range(256):
@@ -102,14 +105,14 @@ cdef class Picker:
         self.slot_of[slot] = index
         self.hash_of[slot] = h
 
-    cdef object _key(self, const char *name, Py_ssize_t length):
-        """The key of the wanted name `name[:length]` (any letter case), or None."""
-        cdef int index = self._index(name, length)
+    cdef object _key(self, const char *name, Py_ssize_t length, unsigned int h):
+        """The key of the wanted name `name[:length]` (any letter case; `h`: its `hash_name`), or None."""
+        cdef int index = self._index(name, length, h)
         return self.keys[index - 1] if index else None
 
-    cdef int _index(self, const char *name, Py_ssize_t length) noexcept:
-        """1 + the position of the wanted name `name[:length]` (any letter case) in the names, or 0."""
-        cdef unsigned int h = hash_name(name, length)
+    cdef int _index(self, const char *name, Py_ssize_t length, unsigned int h) noexcept:
+        """1 + the position of the wanted name `name[:length]` (any letter case; `h`: its `hash_name`) in the
+        names, or 0."""
         cdef unsigned int slot = h & (SLOTS - 1)
         cdef bytes candidate
         cdef const char *text
@@ -131,15 +134,16 @@ cdef class Picker:
         cdef const char *data = PyBytes_AS_STRING(chunk)
         cdef Py_ssize_t size = PyBytes_GET_SIZE(chunk)
         cdef Py_ssize_t start = 0, end, name_end
+        cdef unsigned int h
         while size > 0 and data[size - 1] == b"\n":
             size -= 1
         if size == 0:
             return None
         ad = {}
         while True:
-            if not read_line(data, size, start, &end, &name_end):
+            if not read_line(data, size, start, &end, &name_end, &h):
                 return None
-            key = self._key(data + start, name_end - start)
+            key = self._key(data + start, name_end - start, h)
             if key is not None:
                 ad[key] = PyUnicode_DecodeUTF8(data + name_end + 3, end - name_end - 3, "strict")
             if end >= size:
@@ -147,28 +151,40 @@ cdef class Picker:
             start = end + 1
 
 
-cdef inline bint read_line(const char *data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t *end, Py_ssize_t *name_end) noexcept:
+cdef inline bint read_line(const char *data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t *end, Py_ssize_t *name_end,
+                           unsigned int *name_hash) noexcept:
     """Whether the line at `start` (to `end`: its newline, or `size`) is exactly `Name = value`: a name of ASCII
-    letters, digits, `_` and `.`, not starting with a digit or `.`, up to `name_end`; the value from
-    name_end + 3. The one definition of a readable line for `Picker.pick` and `RecordMaker`."""
+    letters, digits, `_` and `.`, not starting with a digit or `.`, up to `name_end` (its `hash_name` in
+    `name_hash`, read in the same pass); the value from name_end + 3. The one definition of a readable line for
+    `Picker.pick` and `RecordMaker`."""
     cdef const char *found = <const char *>memchr(data + start, b"\n", size - start)
     cdef Py_ssize_t stop = (found - data) if found != NULL else size
     cdef Py_ssize_t at = start + 1
+    cdef unsigned int h
+    cdef unsigned char c
     end[0] = stop
     if start >= stop or not is_name_start(data[start]):
         return False
-    while at < stop and CLASS[<unsigned char>data[at]] != 0:
+    h = (FNV_BASIS ^ lower(data[start])) * FNV_PRIME
+    while at < stop:
+        c = <unsigned char>data[at]
+        if CLASS[c] == 0:
+            break
+        h = (h ^ LOWER[c]) * FNV_PRIME
         at += 1
     name_end[0] = at
+    name_hash[0] = h
     return at + 3 <= stop and data[at] == b" " and data[at + 1] == b"=" and data[at + 2] == b" "
 
 
+
+
 cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept:
-    """FNV-1a of the lower-cased name."""
-    cdef unsigned int h = 2166136261
+    """FNV-1a of the lower-cased name (`read_line` computes the same as it reads a name)."""
+    cdef unsigned int h = FNV_BASIS
     cdef Py_ssize_t i
     for i in range(length):
-        h = (h ^ lower(name[i])) * 16777619
+        h = (h ^ lower(name[i])) * FNV_PRIME
     return h
 
 
@@ -348,6 +364,7 @@ cdef class RecordMaker:
         cdef const char *data = PyBytes_AS_STRING(chunk)
         cdef Py_ssize_t size = PyBytes_GET_SIZE(chunk)
         cdef Py_ssize_t start = 0, end, name_end
+        cdef unsigned int h
         cdef int index
         for index in range(ATTRIBUTES):
             self.start_of[index] = -1
@@ -357,9 +374,9 @@ cdef class RecordMaker:
         if size == 0:
             return False
         while True:
-            if not read_line(data, size, start, &end, &name_end):
+            if not read_line(data, size, start, &end, &name_end, &h):
                 return False
-            index = RECORD_NAMES._index(data + start, name_end - start)
+            index = RECORD_NAMES._index(data + start, name_end - start, h)
             if index:
                 self.start_of[index - 1] = name_end + 3
                 self.length_of[index - 1] = end - name_end - 3
