@@ -177,8 +177,6 @@ cdef inline bint read_line(const char *data, Py_ssize_t size, Py_ssize_t start, 
     return at + 3 <= stop and data[at] == b" " and data[at + 1] == b"=" and data[at + 2] == b" "
 
 
-
-
 cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept:
     """FNV-1a of the lower-cased name (`read_line` computes the same as it reads a name)."""
     cdef unsigned int h = FNV_BASIS
@@ -199,7 +197,7 @@ cdef inline unsigned int hash_name(const char *name, Py_ssize_t length) noexcept
 cdef extern from "Python.h":
     double PyOS_string_to_double(const char *s, char **endptr, void *overflow_exception) except? -1.0
 
-from libc.math cimport fabs, floor, isfinite, modf, round
+from libc.math cimport fabs, isfinite, modf, round
 from libc.string cimport memcpy
 from cpython.datetime cimport datetime_new, import_datetime
 from cpython.unicode cimport PyUnicode_DecodeASCII

@@ -246,7 +246,7 @@ class StartdRuns:
 
 # Read in blocks of 1 MiB into one buffer kept for the whole stream. A new bytes object per block (and another
 # for the pending ad + block) came as fresh pages from the kernel each time: 8 MiB blocks cost the parser alone
-# 7.3-8.1 us per ad, 1 MiB ones ~5.9 (~0.75 page faults per ad left), one reused buffer ~5.1.
+# 7.3-8.1 us per ad, 1 MiB ones ~5.9 (~0.75 page faults per ad left), one reused buffer ~5.45.
 BLOCK_BYTES = 1024 * 1024
 NEWLINE = ord("\n")
 MAX_AD_BYTES = 64 * 1024 * 1024
@@ -329,9 +329,8 @@ def record_maker(context: ParseContext):
     )  # fmt: skip
 
 
-def separator_spans(buffer: bytes | bytearray, size: int | None = None) -> Iterator[tuple[int, int, int]]:
+def separator_spans(buffer: bytes | bytearray, size: int) -> Iterator[tuple[int, int, int]]:
     """(start, end, newlines before start) of each SEPARATOR in `buffer[:size]`, in order."""
-    size = len(buffer) if size is None else size
     if _adlines is not None:
         return _adlines.separator_spans(buffer, size)
     return _separator_spans(buffer, size)

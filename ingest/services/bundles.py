@@ -199,10 +199,10 @@ def _ingest(bundle_id: int, progress: Progress | None) -> Bundle:
                         read += 1
                         if read % PROGRESS_EVERY == 0:
                             position = done_bytes + stream.position
-                            if time.monotonic() >= next_save:
+                            if (now := time.monotonic()) >= next_save:
                                 errors.flush()
                                 writer.submit(_save_progress, bundle, read, errors.count, list(loaders.values()), position)
-                                next_save = time.monotonic() + PROGRESS_SECONDS
+                                next_save = now + PROGRESS_SECONDS
                             if progress:
                                 progress(position, bundle.size_bytes)
             except (ArchiveRejected, OSError, EOFError) as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -279,9 +279,11 @@ class RecordLoader:
         prepared = prepare(batch)
         if self.dimensions.knows(prepared.names):  # the usual case after the first batches: rows built here too
             prepared.now = timezone.now()
-            prepared.data = self._copy_data(prepared, prepared.now)
-            if prepared.data is None:
-                prepared.rows = [self._values(record, filename, digest, prepared.now) for record, filename, digest in prepared.latest.values()]
+            payload = self._payload(prepared, prepared.now)
+            if isinstance(payload, bytes):
+                prepared.data = payload
+            else:
+                prepared.rows = payload
         self.run(self._write_batch, prepared)
 
     def _write_batch(self, batch: Batch) -> None:
@@ -307,15 +309,22 @@ class RecordLoader:
         PostgreSQL has nothing to do). Raises UniqueViolation, with nothing written, when a job is stored already."""
         with connection.cursor() as cursor, cursor.cursor.copy(COPY_RECORDS) as copy:
             copy.write(memoryview(batch.data))
+        self._count_within(batch)
+        self._count_inserted(batch)
+
+    def _count_within(self, batch: Batch) -> None:
+        """The re-sends within the batch: identical (duplicates) and changed (updated)."""
         self.counts.duplicates += batch.duplicates
         self.counts.updated += batch.updated
+
+    def _count_inserted(self, batch: Batch) -> None:
+        """Every job of the batch inserted as new, and the days they touch."""
         self.counts.inserted += len(batch.latest)
         if batch.first_day is not None:
             self.counts.touch_days(batch.first_day, batch.last_day)
 
     def _write(self, batch: Batch) -> None:
-        self.counts.duplicates += batch.duplicates
-        self.counts.updated += batch.updated
+        self._count_within(batch)
         latest = batch.latest
         self.dimensions.resolve_names(batch.names)
         upsert = self._upsert_copy if connection.vendor == "postgresql" else self._upsert_orm
@@ -333,17 +342,18 @@ class RecordLoader:
         staging table, then one INSERT ... ON CONFLICT DO UPDATE.
 
         Returns {natural key: id} of the rows inserted or changed (that need it: see `_insert_new`)."""
-        now = batch.now or timezone.now()
-        pks = None if batch.resent else self._insert_new(batch, now)
+        with connection.cursor() as cursor:
+            types = self._column_types(cursor)
+        payload = self._payload(batch, batch.now or timezone.now())  # once, for either COPY below
+        pks = None if batch.resent else self._insert_new(batch, types, payload)
         if pks is not None:
             return pks
         latest = batch.latest
         with connection.cursor() as cursor:
             cursor.execute(STAGE_TABLE)
             cursor.execute("TRUNCATE gl_stage")
-            types = self._column_types(cursor)
             with cursor.cursor.copy(COPY_STAGE) as copy:
-                self._send(copy, types, batch, now)
+                self._send(copy, types, payload)
             # Changed rows: their old days need rebuilding too. Identical rows of this very bundle were
             # written by an earlier attempt at it (a worker killed half-way): they count as inserted.
             cursor.execute(
@@ -367,7 +377,7 @@ class RecordLoader:
             self.counts.touch(record.start, record.end)
         return {key: pk for pk, key, _ in written}
 
-    def _insert_new(self, batch: Batch, now: datetime) -> dict[str, int] | None:
+    def _insert_new(self, batch: Batch, types: list[int], payload: bytes | list[tuple]) -> dict[str, int] | None:
         """COPY the batch straight into the records table, in a savepoint: the common case of a new file, without
         the staging table, the join and the speculative inserts of the upsert. None, with nothing written, when
         one of its jobs is stored already (by an earlier file, an earlier attempt at this bundle or another
@@ -375,21 +385,18 @@ class RecordLoader:
 
         Returns {natural key: id} of the rows that need it (pilots: their details and job runs), with nothing
         else to do per row after the COPY: `prepare` did it on the parsing thread."""
-        latest, pilots = batch.latest, batch.pilot_keys
+        pilots = batch.pilot_keys
         with connection.cursor() as cursor:
             try:
-                types = self._column_types(cursor)
                 with transaction.atomic(), cursor.cursor.copy(COPY_RECORDS) as copy:
-                    self._send(copy, types, batch, now)
+                    self._send(copy, types, payload)
             except (IntegrityError, UniqueViolation):
                 return None
             ids = {}
             if pilots:
                 cursor.execute("SELECT natural_key, id FROM accounting_usagerecord WHERE natural_key = ANY(%s)", [pilots])
                 ids = dict(cursor.fetchall())
-        self.counts.inserted += len(latest)
-        if batch.first_day is not None:
-            self.counts.touch_days(batch.first_day, batch.last_day)
+        self._count_inserted(batch)
         return {key: ids.get(key) for key in pilots}
 
     def _column_types(self, cursor) -> list[int]:
@@ -403,22 +410,26 @@ class RecordLoader:
                 self.copy_rows = _copy_rows.CopyRows(self.source_format, self.bundle_id)
         return self.column_types
 
-    def _copy_data(self, batch: Batch, now: datetime) -> bytes | None:
-        """The batch as binary COPY data (`_copy_rows`), or None: not built, types not known yet, or a value it
-        does not write exactly as psycopg does (then `_values` rows are written instead)."""
-        if self.copy_rows is None:
-            return None
-        return self.copy_rows.rows(batch.latest.values(), self.dimensions.ids, now)
+    def _payload(self, batch: Batch, now: datetime) -> bytes | list[tuple]:
+        """What a COPY of the batch sends (built by `flush` when it could): its binary COPY data (`_copy_rows`),
+        else its rows for psycopg to write, when the module is not built, the table's column types are not
+        known yet or it does not write one of the values exactly as psycopg does."""
+        if batch.data is not None:
+            return batch.data
+        if batch.rows is not None:
+            return batch.rows
+        latest = batch.latest.values()
+        data = self.copy_rows.rows(latest, self.dimensions.ids, now) if self.copy_rows is not None else None
+        return data if data is not None else [self._values(record, filename, digest, now) for record, filename, digest in latest]
 
-    def _send(self, copy, types: list[int], batch: Batch, now: datetime) -> None:
-        """The batch into a binary COPY (`types`: `_column_types`, read before the COPY began): its COPY data
-        (built by `flush`, else here) when there is one, else its rows, one by one through psycopg."""
-        data = batch.data if batch.data is not None else self._copy_data(batch, now)
-        if data is not None:
-            copy.write(memoryview(data))  # sent in slices of the one buffer, without copies
+    @staticmethod
+    def _send(copy, types: list[int], payload: bytes | list[tuple]) -> None:
+        """A `_payload` into a binary COPY (`types`: `_column_types`, read before the COPY began)."""
+        if isinstance(payload, bytes):
+            copy.write(memoryview(payload))  # sent in slices of the one buffer, without copies
             return
         copy.set_types(types)
-        for row in self._rows(batch, now):
+        for row in payload:
             copy.write_row(row)
 
     def _upsert_orm(self, batch: Batch) -> dict[str, int]:
@@ -461,13 +472,6 @@ class RecordLoader:
         if updates:
             UsageRecord.objects.bulk_update(updates, UPDATE_FIELDS)
         return {row.natural_key: row.pk for row in inserts + updates}
-
-    def _rows(self, batch: Batch, now: datetime) -> Iterable[tuple]:
-        """The rows of the batch's records (built by `flush` when it could, else here): what `_copy_rows` writes
-        as binary COPY data, for psycopg to write when it cannot."""
-        if batch.rows is not None:
-            return batch.rows
-        return (self._values(record, filename, digest, now) for record, filename, digest in batch.latest.values())
 
     def _values(self, record: ParsedRecord, filename: str, digest: str, now) -> tuple:
         """The row of a record, in STAGE_COLUMNS order."""
